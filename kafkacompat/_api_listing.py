@@ -44,14 +44,11 @@ def _is_public(path: Path) -> bool:
 
 def _exported(tree: ast.Module) -> list[str] | None:
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
-        ):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__"
+                                                for t in node.targets):
             return [str(name) for name in ast.literal_eval(node.value)]
-        if (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and (node.target.id == "__all__" and node.value is not None)
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and (
+            node.target.id == "__all__" and node.value is not None
         ):
             return [str(name) for name in ast.literal_eval(node.value)]
     return None
@@ -61,15 +58,10 @@ def _signature(node: ast.FunctionDef | ast.AsyncFunctionDef, drop_self: bool) ->
     args = node.args
     if drop_self and args.args and not _is_static(node):
         rest = args.args[1:]
-        defaults = list(args.defaults)[-len(rest) :] if rest else []
+        defaults = list(args.defaults)[-len(rest):] if rest else []
         args = ast.arguments(
-            posonlyargs=args.posonlyargs,
-            args=rest,
-            vararg=args.vararg,
-            kwonlyargs=args.kwonlyargs,
-            kw_defaults=args.kw_defaults,
-            kwarg=args.kwarg,
-            defaults=defaults,
+            posonlyargs=args.posonlyargs, args=rest, vararg=args.vararg, kwonlyargs=args.kwonlyargs,
+            kw_defaults=args.kw_defaults, kwarg=args.kwarg, defaults=defaults,
         )
     text = f"({ast.unparse(args)})"
     if node.returns is not None:
@@ -106,10 +98,8 @@ def _class_lines(node: ast.ClassDef) -> list[str]:
                 returns = f" -> {ast.unparse(item.returns)}" if item.returns is not None else ""
                 lines.append(f"    property {item.name}{returns}")
             elif not any(d.endswith(".setter") for d in decorators):
-                kind = (
-                    "classmethod "
-                    if "classmethod" in decorators
-                    else ("staticmethod " if "staticmethod" in decorators else "")
+                kind = "classmethod " if "classmethod" in decorators else (
+                    "staticmethod " if "staticmethod" in decorators else ""
                 )
                 lines.append(f"    {kind}{_def(item)} {item.name}{_signature(item, drop_self=True)}")
     return lines
@@ -187,10 +177,8 @@ def main(argv: list[str] | None = None) -> int:
             committed.splitlines(), current.splitlines(), "committed", "package", lineterm="", n=0
         )
         print("\n".join(diff))
-        print(
-            "the public API changed: run python -m kafkacompat._api_listing and commit the listing",
-            file=sys.stderr,
-        )
+        print("the public API changed: run python -m kafkacompat._api_listing and commit the listing",
+              file=sys.stderr)
         return 1
     LISTING.write_text(current, encoding="utf-8")
     print(f"wrote {LISTING.relative_to(ROOT)} ({current.count(chr(10))} lines)")

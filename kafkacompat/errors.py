@@ -218,9 +218,8 @@ class ReplyTooLargeError(ProtocolError):
     request answered.  Ceilings are set in ``ConnectionConfig.reply_limits``.
     """
 
-    def __init__(
-        self, message: str, *, size: int, limit: int, what: str | None = None, node: str | None = None
-    ) -> None:
+    def __init__(self, message: str, *, size: int, limit: int, what: str | None = None,
+                 node: str | None = None) -> None:
         self.size, self.limit, self.what = size, limit, what
         super().__init__(message, node=node)
 
@@ -313,9 +312,8 @@ def describe_failure(exc: KafkaCompatError, label: str) -> str:
 class NoBrokerReachableError(TransportError):
     """No address could be reached; ``reasons`` maps each address tried to why it failed."""
 
-    def __init__(
-        self, reasons: Mapping[str, KafkaCompatError], *, what: str = "bootstrap address", rounds: int = 1
-    ) -> None:
+    def __init__(self, reasons: Mapping[str, KafkaCompatError], *, what: str = "bootstrap address",
+                 rounds: int = 1) -> None:
         self.reasons: Mapping[str, KafkaCompatError] = MappingProxyType(dict(reasons))
         self.rounds = rounds
         listed = "; ".join(f"{label}: {describe_failure(exc, label)}" for label, exc in self.reasons.items())
@@ -383,12 +381,7 @@ class BrokerRejectedError(NegotiationError):
     """The broker answered ApiVersions with an error code; ``error_name`` is Kafka's."""
 
     def __init__(
-        self,
-        message: str,
-        *,
-        error_code: int,
-        error_name: str,
-        node: str | None = None,
+        self, message: str, *, error_code: int, error_name: str, node: str | None = None,
         transcript: Any = None,
     ) -> None:
         super().__init__(message, node=node, transcript=transcript)

@@ -206,14 +206,8 @@ def load_all(spec_dir: Path) -> list[MessageSpec]:
 
 
 __all__ = [
-    "OPEN_END",
-    "FieldSpec",
-    "MessageSpec",
-    "StructSpec",
-    "load_all",
-    "module_groups",
-    "response_pairs",
-    "snake_case",
+    "OPEN_END", "FieldSpec", "MessageSpec", "StructSpec",
+    "load_all", "module_groups", "response_pairs", "snake_case",
 ]
 
 

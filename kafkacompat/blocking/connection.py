@@ -327,6 +327,7 @@ class BlockingConnection:
         return False, None
 
 
+
 def _overall_deadline(timeout: float | None) -> float:
     if timeout is None:
         return math.inf

@@ -21,14 +21,7 @@ from kafkacompat.errors import KafkaCompatError, UsageError
 
 # Subcommand modules, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
-    "inspect",
-    "features",
-    "coordinators",
-    "snapshot",
-    "emulate",
-    "fleet",
-    "record",
-    "check",
+    "inspect", "features", "coordinators", "snapshot", "emulate", "fleet", "record", "check"
 )
 
 EXIT_FAILURE = 1

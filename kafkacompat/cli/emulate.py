@@ -33,13 +33,8 @@ from kafkacompat.testing.emulator.sasl import MECHANISMS
 __all__ = ["build_cluster", "register", "run"]
 
 # Short names people type for a kind, as Kafka's docs say them.
-_KIND_ALIASES = {
-    "kraft": "kraft-broker",
-    "broker": "kraft-broker",
-    "controller": "kraft-controller",
-    "zk": "zk-broker",
-    "zookeeper": "zk-broker",
-}
+_KIND_ALIASES = {"kraft": "kraft-broker", "broker": "kraft-broker", "controller": "kraft-controller",
+                 "zk": "zk-broker", "zookeeper": "zk-broker"}
 
 
 def register(subparsers: Any) -> None:
@@ -99,10 +94,7 @@ class _RefuseUsers(argparse.Action):
     """``--sasl-user USER:PASSWORD`` is gone: refused without echoing what followed it."""
 
     def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
         option_string: str | None = None,
     ) -> None:
         parser.error(
@@ -158,10 +150,8 @@ def release_spec(spec: str) -> str:
     if kinds:
         has = ", ".join(sorted(kinds))
         raise UsageError(f"--release {spec}: Kafka {release} has no {kind}; it has {has}")
-    known = sorted(
-        {p.release for p in RELEASES if not slash or p.kind == kind},
-        key=lambda r: tuple(int(x) for x in r.split(".")),
-    )
+    known = sorted({p.release for p in RELEASES if not slash or p.kind == kind},
+                   key=lambda r: tuple(int(x) for x in r.split(".")))
     short = ".".join(release.split(".")[:2])
     guess = short if short in known else closest(release, known)
     hint = f"did you mean {guess}?" if guess else f"known releases: {known[0]} to {known[-1]}"

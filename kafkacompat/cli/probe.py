@@ -68,7 +68,6 @@ def execute(options: ConnectionOptions, fn: Callable[[Cluster], Awaitable[T]]) -
 
 async def with_cluster(options: ConnectionOptions, fn: Callable[[Cluster], Awaitable[T]]) -> T:
     """Bootstrap and run ``fn``; a slow bootstrap has its peer looked at meanwhile (``peer_check``)."""
-
     def connecting() -> AbstractAsyncContextManager[Cluster]:
         return connect(options.bootstrap, options.config, controllers=options.controllers)
 

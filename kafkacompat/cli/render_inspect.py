@@ -133,7 +133,8 @@ def details_lines(capabilities: BrokerCapabilities) -> list[str]:
     if capabilities.fallback_release:
         how = "was configured to stand in" if capabilities.fallback_release != detected else "stands in"
         lines.append(
-            f"{INDENT}the broker sent no ApiVersions answer: the {capabilities.fallback_release} table {how}"
+            f"{INDENT}the broker sent no ApiVersions answer: the {capabilities.fallback_release} "
+            f"table {how}"
         )
     lines.append(f"Identity: {identity_status(capabilities)[1]}")
     lines += handshake_lines(capabilities.transcript)

@@ -57,12 +57,8 @@ def redact_arguments(argv: Sequence[str]) -> list[str]:
 
 
 def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
-    return [
-        option
-        for action in parser._actions
-        for option in action.option_strings
-        if action.help != argparse.SUPPRESS
-    ]
+    return [option for action in parser._actions for option in action.option_strings
+            if action.help != argparse.SUPPRESS]
 
 
 def _reworded(message: str) -> str:
@@ -89,12 +85,8 @@ class UsageParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         if message.endswith("required: COMMAND") or message.endswith("required: ACTION"):
-            names = [
-                name
-                for action in self._actions
-                if isinstance(action, argparse._SubParsersAction)
-                for name in action.choices
-            ]
+            names = [name for action in self._actions if isinstance(action, argparse._SubParsersAction)
+                     for name in action.choices]
             message = f"no command given; choose from {', '.join(names)}"
         raise UsageError(_reworded(message), prog=self.prog)
 
@@ -111,9 +103,8 @@ def subcommand_parser(
     return parser
 
 
-def unrecognized(
-    parser: argparse.ArgumentParser, namespace: argparse.Namespace, extras: Sequence[str], argv: Sequence[str]
-) -> UsageError:
+def unrecognized(parser: argparse.ArgumentParser, namespace: argparse.Namespace, extras: Sequence[str],
+                 argv: Sequence[str]) -> UsageError:
     """The error for arguments no option took: the closest option named, secrets masked."""
     command = subcommand_parser(parser, namespace)
     shown = redact_arguments(argv)

@@ -49,10 +49,7 @@ class NodeConnection(Protocol):
     def pick_version(self, api_key: int) -> int: ...
 
     async def request(
-        self,
-        message: KafkaRequest[ResponseT],
-        *,
-        version: int | None = None,
+        self, message: KafkaRequest[ResponseT], *, version: int | None = None,
         request_timeout: float | None = None,
     ) -> ResponseT: ...
 

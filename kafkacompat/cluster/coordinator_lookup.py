@@ -112,8 +112,7 @@ class CoordinatorLookup:
 
     def describe(self) -> str:
         shape = (
-            f"{self.batched_requests} batched request(s)"
-            if self.batched
+            f"{self.batched_requests} batched request(s)" if self.batched
             else f"{self.requests} single-key request(s)"
         )
         versions = ", ".join(f"v{v}" for v in self.versions) or "none"
@@ -171,16 +170,9 @@ async def find_coordinators(
             if outcome is not None and not outcome.failed:  # another round while keys wait for one
                 attempt.retry_state.set_result(bool(results.retry))
     return CoordinatorLookup(
-        kind,
-        MappingProxyType(dict(sorted(results.found.items()))),
+        kind, MappingProxyType(dict(sorted(results.found.items()))),
         MappingProxyType(dict(sorted(results.failed.items()))),
-        requests,
-        batched,
-        rounds,
-        round_trips,
-        tuple(sorted(versions)),
-        tuple(reasons),
-        results.notes,
+        requests, batched, rounds, round_trips, tuple(sorted(versions)), tuple(reasons), results.notes,
         backend.clock() - started,
     )
 

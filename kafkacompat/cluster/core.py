@@ -294,12 +294,7 @@ class ClusterCore(Generic[ConnT]):
     ) -> CoordinatorLookup:
         """The coordinator of every key: batched where the broker allows it (KIP-699)."""
         return await find_coordinators(
-            self,
-            self._backend,
-            keys,
-            key_type,
-            max_batch=max_batch,
-            max_attempts=max_attempts,
+            self, self._backend, keys, key_type, max_batch=max_batch, max_attempts=max_attempts,
             request_timeout=request_timeout,
         )
 
@@ -308,11 +303,7 @@ class ClusterCore(Generic[ConnT]):
         return await describe_features(self, self._backend)
 
     async def update_features(
-        self,
-        updates: Mapping[str, int],
-        *,
-        dry_run: bool = False,
-        unsafe: bool = False,
+        self, updates: Mapping[str, int], *, dry_run: bool = False, unsafe: bool = False,
         request_timeout: float | None = None,
     ) -> FeatureUpdateReport:
         """Finalize feature levels, after checking every broker supports them."""

@@ -139,15 +139,17 @@ async def ask_metadata(conn: NodeConnection) -> ClusterMetadata:
             problem = InvalidAddressError(
                 f"Metadata v{version} from {conn.node} names {broker.address} for node {b.node_id} "
                 f"and for node {first}: one listener cannot be two brokers",
-                source=f"Metadata v{version} from {conn.node}",
-                node=conn.node,
+                source=f"Metadata v{version} from {conn.node}", node=conn.node,
             )
             broker = BrokerAddress(b.node_id, b.host, b.port, b.rack, problem=problem)
         brokers[b.node_id] = broker
     if not brokers:
         raise TransportError(f"Metadata v{version} named no brokers", node=conn.node)
     controller = response.controller_id if response.controller_id in brokers else None
-    return ClusterMetadata(response.cluster_id, controller, MappingProxyType(brokers), version, conn.node)
+    return ClusterMetadata(
+        response.cluster_id, controller, MappingProxyType(brokers), version, conn.node
+    )
+
 
 
 def broker_from_reply(

@@ -132,10 +132,8 @@ class ClusterFeatures:
         if not names:
             lines.append("  no features supported or finalized")
         lines += [f"  stale: {s.node} answered epoch {s.epoch} < {s.newest_epoch}" for s in self.stale]
-        lines += [
-            f"  conflict: {node} answered other features at the same epoch"
-            for node in self.finalized.conflicts
-        ]
+        lines += [f"  conflict: {node} answered other features at the same epoch"
+                  for node in self.finalized.conflicts]
         lines += [f"  unreachable: node {n}: {type(e).__name__}: {e}" for n, e in self.unreachable.items()]
         return "\n".join(lines)
 
@@ -206,10 +204,7 @@ async def _ask_features(node_id: int, conn: NodeConnection) -> NodeFeatures:
                 f"ApiVersions v{version}",
             )
     return NodeFeatures(
-        node_id,
-        conn.node,
-        capabilities.supported_features,
-        capabilities.finalized_features,
+        node_id, conn.node, capabilities.supported_features, capabilities.finalized_features,
         capabilities.finalized_features_epoch if capabilities.finalized_features_epoch is not None else -1,
         "handshake",
     )

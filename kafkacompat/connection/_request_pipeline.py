@@ -185,14 +185,7 @@ class RequestPipeline:
             limit = self._limits.limit_for(api_key, self._frames.max_size, message, version)
         expects_reply = api_key != _PRODUCE or getattr(message, "acks", 1) != 0  # acks=0: no answer
         ticket = Ticket(
-            correlation_id,
-            api_key,
-            version,
-            response_cls,
-            expects_reply,
-            frame,
-            limit,
-            header_version,
+            correlation_id, api_key, version, response_cls, expects_reply, frame, limit, header_version,
             reader,
         )
         self._live[correlation_id] = ticket
@@ -346,10 +339,8 @@ class RequestPipeline:
             return None
         else:
             expected = self._awaiting[0] if self._awaiting else None
-            wanted = (
-                "no request is awaiting an answer"
-                if expected is None
-                else (f"the oldest request awaiting an answer has {expected}")
+            wanted = "no request is awaiting an answer" if expected is None else (
+                f"the oldest request awaiting an answer has {expected}"
             )
             return self._fail(
                 ProtocolError(

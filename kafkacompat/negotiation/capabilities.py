@@ -198,11 +198,7 @@ class BrokerCapabilities:
 
     @classmethod
     def from_handshake(
-        cls,
-        result: Any,
-        *,
-        node: str | None = None,
-        node_id: int | None = None,
+        cls, result: Any, *, node: str | None = None, node_id: int | None = None,
         policy: VersionPolicy | None = None,
     ) -> BrokerCapabilities:
         """Build from a handshake result, read by attribute (duck-typed).
@@ -215,7 +211,9 @@ class BrokerCapabilities:
         try:
             api_ranges = result.api_ranges
         except AttributeError:
-            raise TypeError(f"{type(result).__name__} has no api_ranges: not a handshake result") from None
+            raise TypeError(
+                f"{type(result).__name__} has no api_ranges: not a handshake result"
+            ) from None
         label = node if node is not None else getattr(result, "node", None)
         if label is None:
             raise ConfigError("the handshake result names no node: pass node='host:port'")

@@ -106,13 +106,8 @@ class ClusterView:
             return found
         name = api_name(api_key)
         return ApiAgreement(
-            api_key,
-            name,
-            None,
-            (),
-            MappingProxyType(dict.fromkeys(self.nodes)),
-            self.nodes,
-            MappingProxyType({n: f"{n} does not list {name}" for n in self.nodes}),
+            api_key, name, None, (), MappingProxyType(dict.fromkeys(self.nodes)),
+            self.nodes, MappingProxyType({n: f"{n} does not list {name}" for n in self.nodes}),
             f"no broker lists {name} (api key {api_key})",
         )
 
@@ -137,7 +132,8 @@ class ClusterView:
         lines += [f"release {group.guess}: {', '.join(group.nodes)}" for group in self.releases]
         for agreement in self.version_skew:
             picks = ", ".join(
-                f"{node} v{v}" if v is not None else f"{node} none" for node, v in agreement.by_node.items()
+                f"{node} v{v}" if v is not None else f"{node} none"
+                for node, v in agreement.by_node.items()
             )
             lines.append(f"{agreement.api_name} differs by node: {picks}; {agreement.summary}")
         return "\n".join(lines)
@@ -159,7 +155,9 @@ def build_cluster_view(
         {key for b in ordered for key, r in b.api_ranges.items() if not r.empty}
         & {key for key, r in ranges.items() if not r.empty}
     )
-    apis = {key: _agreement(key, [explain(key, b, policy, ranges) for b in ordered]) for key in keys}
+    apis = {
+        key: _agreement(key, [explain(key, b, policy, ranges) for b in ordered]) for key in keys
+    }
     return ClusterView(tuple(labels), MappingProxyType(apis), _release_groups(ordered))
 
 
@@ -179,18 +177,14 @@ def _agreement(api_key: int, choices: Sequence[VersionChoice]) -> ApiAgreement:
         allowed = "; ".join(f"{c.node} accepts {_describe(c.allowed)}" for c in choices)
         summary = f"every broker takes {name}, but no version is common to all ({allowed})"
     return ApiAgreement(
-        api_key,
-        name,
-        everywhere,
-        common,
-        MappingProxyType(by_node),
-        tuple(unusable),
-        MappingProxyType(unusable),
-        summary,
+        api_key, name, everywhere, common, MappingProxyType(by_node), tuple(unusable),
+        MappingProxyType(unusable), summary,
     )
 
 
-def _intersect_all(left: Sequence[VersionRange], right: Sequence[VersionRange]) -> tuple[VersionRange, ...]:
+def _intersect_all(
+    left: Sequence[VersionRange], right: Sequence[VersionRange]
+) -> tuple[VersionRange, ...]:
     """The versions in both sorted lists of disjoint ranges, as sorted ranges."""
     out = [both for a in left for b in right if not (both := a & b).empty]
     return tuple(sorted(out, key=lambda r: r.lowest))

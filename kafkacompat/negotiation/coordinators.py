@@ -181,7 +181,8 @@ def plan_coordinator_lookups(
         what = kind.name.lower()
         needs = f"{what} keys need FindCoordinator v{kind.first_version}+; " if kind else ""
         raise UnsupportedVersionError(
-            f"no broker can look up {what} coordinators: {needs}" + "; ".join(c.reason for c in choices),
+            f"no broker can look up {what} coordinators: {needs}"
+            + "; ".join(c.reason for c in choices),
             node=ordered[0].node if len(ordered) == 1 else None,
         )
 
@@ -193,22 +194,15 @@ def plan_coordinator_lookups(
     if version >= FIRST_BATCHED_VERSION:
         chunks = [wanted[i : i + max_batch] for i in range(0, len(wanted), max_batch)]
         requests = tuple(
-            PlannedLookup(
-                broker.node,
-                broker.node_id,
-                version,
-                kind,
-                chunk,
-                FindCoordinatorRequest(key_type=int(kind), coordinator_keys=list(chunk)),
-            )
+            PlannedLookup(broker.node, broker.node_id, version, kind, chunk,
+                          FindCoordinatorRequest(key_type=int(kind), coordinator_keys=list(chunk)))
             for chunk in chunks
         )
         shape = f"{len(requests)} batched request(s) of up to {max_batch} key(s)"
     else:
         requests = tuple(
-            PlannedLookup(
-                broker.node, broker.node_id, version, kind, (key,), _single_key_request(key, kind, version)
-            )
+            PlannedLookup(broker.node, broker.node_id, version, kind, (key,),
+                          _single_key_request(key, kind, version))
             for key in wanted
         )
         shape = (
@@ -348,15 +342,8 @@ class CoordinatorResults:
         where = planned.destination
         if not planned.batched:
             (key,) = planned.keys
-            self._settle(
-                key,
-                response.error_code,
-                response.error_message,
-                response.node_id,
-                response.host,
-                response.port,
-                where,
-            )
+            self._settle(key, response.error_code, response.error_message,
+                         response.node_id, response.host, response.port, where)
             return
         asked, answered = set(planned.keys), set[str]()
         for entry in response.coordinators:
@@ -368,27 +355,18 @@ class CoordinatorResults:
                 answered.add(entry.key)
                 if where not in self._refused_batching:
                     self._refused_batching.add(where)
-                    self._notes.append(
-                        f"{where} refused FindCoordinator v{planned.version}, which it "
-                        "advertised: single-key requests to it from now on"
-                    )
-                self._retriable(
-                    entry.key, UNSUPPORTED_VERSION, "UNSUPPORTED_VERSION", entry.error_message or "", where
-                )
+                    self._notes.append(f"{where} refused FindCoordinator v{planned.version}, which it "
+                                       "advertised: single-key requests to it from now on")
+                self._retriable(entry.key, UNSUPPORTED_VERSION, "UNSUPPORTED_VERSION",
+                                entry.error_message or "", where)
             else:
                 answered.add(entry.key)
-                self._settle(
-                    entry.key,
-                    entry.error_code,
-                    entry.error_message,
-                    entry.node_id,
-                    entry.host,
-                    entry.port,
-                    where,
-                )
+                self._settle(entry.key, entry.error_code, entry.error_message,
+                             entry.node_id, entry.host, entry.port, where)
         for key in planned.keys:
             if key not in answered:
-                self._retriable(key, None, "NOT_ANSWERED", f"{where} left the key out of its answer", where)
+                self._retriable(key, None, "NOT_ANSWERED",
+                                f"{where} left the key out of its answer", where)
 
     def read_failure(self, planned: PlannedLookup, reason: str) -> None:
         """The request got no answer (connection lost, timeout): its keys are retried."""
@@ -400,13 +378,7 @@ class CoordinatorResults:
     # -- one key ---------------------------------------------------------------------------
 
     def _settle(
-        self,
-        key: str,
-        code: int,
-        message: str | None,
-        node_id: int,
-        host: str,
-        port: int,
+        self, key: str, code: int, message: str | None, node_id: int, host: str, port: int,
         where: str,
     ) -> None:
         refusal = _address_refusal(host, port, where) if code == 0 and node_id >= 0 else None
@@ -419,13 +391,8 @@ class CoordinatorResults:
             self._attempts[key] = self._attempts.get(key, 0) + 1
             self._found[key] = CoordinatorFound(key, node_id, host, port, where)
         elif code == 0:
-            self._retriable(
-                key,
-                0,
-                "NO_COORDINATOR_GIVEN",
-                f"no error but no usable node ({node_id}, {host!r}:{port})",
-                where,
-            )
+            self._retriable(key, 0, "NO_COORDINATOR_GIVEN",
+                            f"no error but no usable node ({node_id}, {host!r}:{port})", where)
         elif code in RETRIABLE_COORDINATOR_ERRORS:
             self._retriable(key, code, error_for(code).name, message or "", where)
         else:
@@ -510,13 +477,8 @@ def replan(
     refused = results.refused_batching
     usable = [_single_key_only(b) if b.node in refused else b for b in brokers]
     return plan_coordinator_lookups(
-        sorted(results.retry),
-        results.key_type,
-        usable,
-        max_batch=max_batch,
-        policy=policy,
-        prefer=prefer,
-        client_ranges=client_ranges,
+        sorted(results.retry), results.key_type, usable, max_batch=max_batch,
+        policy=policy, prefer=prefer, client_ranges=client_ranges,
     )
 
 

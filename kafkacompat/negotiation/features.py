@@ -112,15 +112,8 @@ class FeatureCatalog:
     def __init__(self, table: Mapping[str, Sequence[FeatureLevelFact]] = FEATURES) -> None:
         self._levels: dict[str, dict[int, FeatureLevel]] = {
             name: {
-                f.level: FeatureLevel(
-                    name,
-                    f.level,
-                    MappingProxyType(dict(f.requires)),
-                    f.release,
-                    f.iv,
-                    f.metadata_changed,
-                    f.bootstrap_metadata_version,
-                )
+                f.level: FeatureLevel(name, f.level, MappingProxyType(dict(f.requires)), f.release,
+                                      f.iv, f.metadata_changed, f.bootstrap_metadata_version)
                 for f in facts
             }
             for name, facts in table.items()
@@ -166,7 +159,8 @@ class FeatureCatalog:
             return self._by_version_name[text]
         known = self.levels(METADATA_VERSION)
         raise FeatureError(
-            f"unknown metadata.version {name!r}; known: {known[0].version_name} to {known[-1].version_name}"
+            f"unknown metadata.version {name!r}; known: "
+            f"{known[0].version_name} to {known[-1].version_name}"
         )
 
 
@@ -449,11 +443,8 @@ class ChangeKind(enum.Enum):
 
 # UpdateFeatures' upgradeType values (KIP-778); unchanged is sent as an upgrade.
 _UPGRADE_TYPES = {
-    ChangeKind.UNCHANGED: 1,
-    ChangeKind.UPGRADE: 1,
-    ChangeKind.SAFE_DOWNGRADE: 2,
-    ChangeKind.UNSAFE_DOWNGRADE: 3,
-    ChangeKind.DISABLE: 2,
+    ChangeKind.UNCHANGED: 1, ChangeKind.UPGRADE: 1, ChangeKind.SAFE_DOWNGRADE: 2,
+    ChangeKind.UNSAFE_DOWNGRADE: 3, ChangeKind.DISABLE: 2,
 }
 
 

@@ -127,16 +127,10 @@ _INT32_MAX: Final = 2**31 - 1
 # class costs ~0.1 us (gh-93910), and the handshake reads several on every event.
 _CONNECT, _SEND, _RECEIVE, _PROBE, _DRAIN = State.CONNECT, State.SEND, State.RECEIVE, State.PROBE, State.DRAIN
 _ON_CONNECTED, _ON_CONNECT_FAILED, _ON_REQUEST_SENT, _ON_RECEIVED = (
-    Event.CONNECTED,
-    Event.CONNECT_FAILED,
-    Event.REQUEST_SENT,
-    Event.RECEIVED,
+    Event.CONNECTED, Event.CONNECT_FAILED, Event.REQUEST_SENT, Event.RECEIVED,
 )
 _ON_CONNECTION_CLOSED, _ON_TIMED_OUT, _ON_FOREIGN_BYTES, _ON_QUIET = (
-    Event.CONNECTION_CLOSED,
-    Event.TIMED_OUT,
-    Event.FOREIGN_BYTES,
-    Event.QUIET,
+    Event.CONNECTION_CLOSED, Event.TIMED_OUT, Event.FOREIGN_BYTES, Event.QUIET,
 )
 # The public frozen objects of every connect, built by their quick twins (``handshake_types.quick``).
 _Attempt: Final = quick(HandshakeAttempt)
@@ -287,12 +281,9 @@ class ApiVersionsHandshake(LegacySteps):
             self._finish_drain(_ON_TIMED_OUT, "probe-unanswered")
             return
         doing = (
-            "connecting"
-            if self._state is _CONNECT
-            else f"on the {self._check.step.name} check request"
-            if self._check is not None
-            else "writing the Metadata v0 probe"
-            if self._state is _PROBE
+            "connecting" if self._state is _CONNECT
+            else f"on the {self._check.step.name} check request" if self._check is not None
+            else "writing the Metadata v0 probe" if self._state is _PROBE
             else f"on ApiVersions v{self._version}"
         )
         message = (

@@ -53,7 +53,8 @@ class LegacySteps(ABC):
 
     # Provided by ApiVersionsHandshake.
     @abstractmethod
-    def _expect(self, event: Event) -> None: ...
+    def _expect(self, event: Event) -> None:
+        ...
 
     @abstractmethod
     def _take(
@@ -64,20 +65,25 @@ class LegacySteps(ABC):
         *,
         next_version: int | None = None,
         flags: tuple[str, ...] = (),
-    ) -> None: ...
+    ) -> None:
+        ...
 
     @abstractmethod
-    def _apply(self, event: Event, verdict: Verdict) -> None: ...
+    def _apply(self, event: Event, verdict: Verdict) -> None:
+        ...
 
     @abstractmethod
-    def _stand_in(self, release: str, ranges: Mapping[int, VersionRange]) -> HandshakeResult: ...
+    def _stand_in(self, release: str, ranges: Mapping[int, VersionRange]) -> HandshakeResult:
+        ...
 
     @abstractmethod
-    def _take_correlation_id(self) -> int: ...
+    def _take_correlation_id(self) -> int:
+        ...
 
     @property
     @abstractmethod
-    def transcript(self) -> HandshakeTranscript: ...
+    def transcript(self) -> HandshakeTranscript:
+        ...
 
     # -- rule 9: quiet, probe, drain --------------------------------------------------------
 
@@ -115,13 +121,8 @@ class LegacySteps(ABC):
         self._probe_id = None
         if problem is not None:
             message = f"the reply to the {step} check request cannot be read: {problem}"
-            verdict = Verdict(
-                "unreadable",
-                message,
-                error_type=DecodeError,
-                message=message,
-                error_fields={"what": problem.what, "offset": problem.offset},
-            )
+            verdict = Verdict("unreadable", message, error_type=DecodeError, message=message,
+                              error_fields={"what": problem.what, "offset": problem.offset})
             self._apply(Event.RECEIVED, verdict)
         elif release is None:
             self._take(Event.RECEIVED, "check-answered")
@@ -156,10 +157,9 @@ class LegacySteps(ABC):
         assert answer is not None  # DRAIN is only entered with an accepted answer
         self._probe_id = None
         self._take(event, outcome)
-        self._action = Done(
-            replace(answer, transcript=self.transcript),
-            needs_new_connection=outcome != ("probe-reply-dropped"),
-        )
+        self._action = Done(replace(answer, transcript=self.transcript), needs_new_connection=outcome != (
+            "probe-reply-dropped"
+        ))
 
     def _step_down(self) -> int:
         """The version to reconnect at after a close at ``self._version`` (rule 4)."""

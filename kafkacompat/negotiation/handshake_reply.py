@@ -327,16 +327,8 @@ def _accepted(
         (f.name, f.min_version_level, f.max_version_level) for f in response.finalized_features
     )
     return Verdict(
-        "ok",
-        detail,
-        understood=True,
-        flags=flags,
-        response=response,
-        layout=layout,
-        api_ranges=ranges,
-        reply=body,
-        supported_features=supported,
-        finalized_features=finalized,
+        "ok", detail, understood=True, flags=flags, response=response, layout=layout, api_ranges=ranges,
+        reply=body, supported_features=supported, finalized_features=finalized,
     )
 
 

@@ -236,17 +236,8 @@ PROGRESS_EVENTS: Final[frozenset[Event]] = frozenset({Event.CONNECTED, Event.REQ
 # Outcomes that conclude no attempt either: the quiet period and the probe's reply belong
 # to the attempt whose ApiVersions request they follow (its outcome, detail and flags
 # say what they showed), so the versions of the attempts still strictly decrease.
-PROGRESS_OUTCOMES: Final[frozenset[str]] = frozenset(
-    {
-        "quiet",
-        "probe-reply-dropped",
-        "closed-after-answer",
-        "probe-unanswered",
-        # the 0.8.x check follows the last attempt (closed-at-v0); its notes say what it found
-        "check-answered",
-        "check-named",
-        "check-closed",
-        "check-named-on-close",
-        "not-kafka",
-    }
-)
+PROGRESS_OUTCOMES: Final[frozenset[str]] = frozenset({
+    "quiet", "probe-reply-dropped", "closed-after-answer", "probe-unanswered",
+    # the 0.8.x check follows the last attempt (closed-at-v0); its notes say what it found
+    "check-answered", "check-named", "check-closed", "check-named-on-close", "not-kafka",
+})

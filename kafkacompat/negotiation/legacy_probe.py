@@ -94,37 +94,24 @@ class CheckStep:
 
 _STEPS: Final = (
     CheckStep(
-        "metadata",
-        MetadataRequest(topics=[]),
-        0,
-        None,
-        None,
+        "metadata", MetadataRequest(topics=[]), 0, None, None,
         "Metadata v0 was answered: a Kafka broker older than 0.10 that closes on ApiVersions (0.8.x)",
         "Metadata v0 closed the connection too: no Kafka broker answers so",
     ),
     CheckStep(
-        "heartbeat",
-        HeartbeatRequest(group_id="kafkacompat-probe", generation_id=-1, member_id=""),
-        0,
-        "0.8.2",
-        None,
+        "heartbeat", HeartbeatRequest(group_id="kafkacompat-probe", generation_id=-1, member_id=""),
+        0, "0.8.2", None,
         "Heartbeat (key 12) was answered: 0.8.2 parses it (0.8.0 and 0.8.1 close on it)",
         "Heartbeat (key 12) closed the connection: older than 0.8.2",
     ),
     CheckStep(
-        "offset-fetch",
-        OffsetFetchRequest(group_id="kafkacompat-probe", topics=[]),
-        0,
-        "0.8.1",
-        "0.8.0",
+        "offset-fetch", OffsetFetchRequest(group_id="kafkacompat-probe", topics=[]), 0, "0.8.1", "0.8.0",
         "OffsetFetch v0 (key 9) was answered: 0.8.1 (0.8.0 closes on it)",
         "OffsetFetch v0 (key 9) closed the connection: 0.8.0",
     ),
 )
 _REPLIES: Final[dict[str, type[KafkaMessage]]] = {
-    "metadata": MetadataResponse,
-    "heartbeat": HeartbeatResponse,
-    "offset-fetch": OffsetFetchResponse,
+    "metadata": MetadataResponse, "heartbeat": HeartbeatResponse, "offset-fetch": OffsetFetchResponse,
 }
 
 

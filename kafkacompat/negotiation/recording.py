@@ -77,9 +77,7 @@ MAX_PAIRS = 65536  # (api key, version) entries over the whole book, flags inclu
 OVERFLOW_CLIENT = "(other clients)"
 # Plain ints from the enum: compared for every frame recorded.
 API_VERSIONS, PRODUCE, SASL_HANDSHAKE = (
-    int(ApiKey.API_VERSIONS),
-    int(ApiKey.PRODUCE),
-    int(ApiKey.SASL_HANDSHAKE),
+    int(ApiKey.API_VERSIONS), int(ApiKey.PRODUCE), int(ApiKey.SASL_HANDSHAKE)
 )
 Outcome = Literal["answered", "error", "closed", "no-response", "unanswered"]
 _SIZE = struct.Struct(">i")
@@ -217,15 +215,11 @@ class ProfileBook:
         """What the bounds left out, in words; empty when nothing was."""
         parts = []
         if self.pooled_connections:
-            parts.append(
-                f"{self.pooled_connections} connections of clients past the first {MAX_CLIENTS} "
-                f"pooled under {OVERFLOW_CLIENT!r}"
-            )
+            parts.append(f"{self.pooled_connections} connections of clients past the first {MAX_CLIENTS} "
+                         f"pooled under {OVERFLOW_CLIENT!r}")
         if self.unitemised:
-            parts.append(
-                f"{self.unitemised} requests past {MAX_ENTRIES} (API, version) pairs of a client "
-                f"or {MAX_PAIRS} of the book counted as dropped_requests"
-            )
+            parts.append(f"{self.unitemised} requests past {MAX_ENTRIES} (API, version) pairs of a client "
+                         f"or {MAX_PAIRS} of the book counted as dropped_requests")
         return "; ".join(parts)
 
     def by_client_id(self, client_id: str | None) -> ClientRecord:

@@ -80,13 +80,9 @@ def _api_entries(record: ClientRecord) -> Iterator[dict[str, Any]]:
         if api_key == API_VERSIONS:
             fixed, exact = False, True  # its own negotiation: KIP-511 fallback, not an offer
         yield {
-            "api_key": api_key,
-            "min": min(versions),
-            "max": max(versions),
+            "api_key": api_key, "min": min(versions), "max": max(versions),
             "required": api_key not in NEVER_REQUIRED,  # telemetry (KIP-714): used only where offered
-            "pick": "fixed" if fixed else "highest",
-            "max_exact": exact,
-            "min_exact": False,
+            "pick": "fixed" if fixed else "highest", "max_exact": exact, "min_exact": False,
         }
 
 

@@ -134,23 +134,21 @@ def guess_release(api_ranges: Mapping[int, VersionRange]) -> ReleaseGuess:
 
 _NOT_ANSWERED = "not the broker's answer"
 # What each pre-0.10 release does that the others do not (handshake rules 9 and 10).
-_BEHAVIOUR: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {
-        "0.8.2": (
-            "ApiVersions closed the connection at every version, Metadata v0 was answered: a Kafka "
-            "broker older than 0.10 that closes on requests it cannot read (0.8.x)",
-            "Heartbeat (key 12) was answered: only 0.8.2 of the 0.8 releases parses it",
-        ),
-        "0.8.1": (
-            "ApiVersions closed the connection at every version, Metadata v0 was answered: 0.8.x",
-            "Heartbeat (key 12, 0.8.2) closed the connection; OffsetFetch v0 (key 9) was answered: 0.8.1",
-        ),
-        "0.8.0": (
-            "ApiVersions closed the connection at every version, Metadata v0 was answered: 0.8.x",
-            "Heartbeat (key 12, 0.8.2) and OffsetFetch v0 (key 9, 0.8.1) closed the connection: 0.8.0",
-        ),
-    }
-)
+_BEHAVIOUR: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "0.8.2": (
+        "ApiVersions closed the connection at every version, Metadata v0 was answered: a Kafka "
+        "broker older than 0.10 that closes on requests it cannot read (0.8.x)",
+        "Heartbeat (key 12) was answered: only 0.8.2 of the 0.8 releases parses it",
+    ),
+    "0.8.1": (
+        "ApiVersions closed the connection at every version, Metadata v0 was answered: 0.8.x",
+        "Heartbeat (key 12, 0.8.2) closed the connection; OffsetFetch v0 (key 9) was answered: 0.8.1",
+    ),
+    "0.8.0": (
+        "ApiVersions closed the connection at every version, Metadata v0 was answered: 0.8.x",
+        "Heartbeat (key 12, 0.8.2) and OffsetFetch v0 (key 9, 0.8.1) closed the connection: 0.8.0",
+    ),
+})
 
 
 def behaviour_guess(release: str, skipped_version: int | None = None) -> ReleaseGuess:

@@ -292,6 +292,7 @@ def client_side(profile: Mapping[str, Any]) -> ClientSide:
     )
 
 
+
 def judge(client: ClientSide, brokers: Sequence[BrokerSide], target: str | None = None) -> Verdict:
     """The verdict for ``client`` against every broker of a cluster (all must accept it)."""
     findings: list[Finding] = []
@@ -436,11 +437,8 @@ def _release_table(
     if low in offered and high in offered:
         return _accepted(client, entry, broker, high, finding)
     where = (
-        f"v{low}"
-        if low == high
-        else f"between v{low} and v{high} (measured: "
-        + ", ".join(f"v{v} to {r}" for r, v in entry.by_release)
-        + ")"
+        f"v{low}" if low == high else f"between v{low} and v{high} (measured: "
+        + ", ".join(f"v{v} to {r}" for r, v in entry.by_release) + ")"
     )
     text = f"the client's table sends {name} {where} to {broker.release}; {broker.label} accepts {offered}"
     version = low if low not in offered else high

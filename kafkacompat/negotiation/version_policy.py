@@ -175,7 +175,9 @@ class VersionPolicy:
         tables: dict[str, dict[int, object]] = {
             "caps": {_api_key(k): _version(v, "cap") for k, v in (caps or {}).items()},
             "pins": {_api_key(k): _version(v, "pin") for k, v in (pins or {}).items()},
-            "deprecated": {_api_key(k): _version_ranges(v) for k, v in (deprecated or {}).items()},
+            "deprecated": {
+                _api_key(k): _version_ranges(v) for k, v in (deprecated or {}).items()
+            },
             "blocked": {_api_key(k): _version_ranges(v) for k, v in (blocked or {}).items()},
         }
         for name, table in tables.items():
@@ -285,18 +287,8 @@ def explain(
 
     def choice(allowed: Iterable[VersionRange], chosen: int | None, reason: str) -> VersionChoice:
         return VersionChoice(
-            api_key,
-            name,
-            node,
-            client,
-            broker,
-            listed,
-            both,
-            tuple(steps),
-            tuple(allowed),
-            chosen,
-            reason,
-            policy.describe(api_key),
+            api_key, name, node, client, broker, listed, both, tuple(steps),
+            tuple(allowed), chosen, reason, policy.describe(api_key),
         )
 
     if client.empty:
@@ -305,8 +297,7 @@ def explain(
         return choice(_NO_VERSIONS, None, f"{who} does not list {name} (api key {api_key})")
     if both.empty:
         return choice(
-            _NO_VERSIONS,
-            None,
+            _NO_VERSIONS, None,
             f"no version in common: the client writes {client}, {who} answers {broker}",
         )
 
@@ -322,9 +313,9 @@ def explain(
         by = _narrowers(steps)
         what = f"{by} leaves" if by == "the policy" else f"{by} leave"
         return choice(
-            allowed,
-            None,
-            f"versions {both} are common to the client and {who}, but {what} none ({removed_by})",
+            allowed, None,
+            f"versions {both} are common to the client and {who}, "
+            f"but {what} none ({removed_by})",
         )
     chosen = allowed[-1].highest
     how = f"the highest of {both}" if not steps else f"the highest of {_describe(allowed)}"
@@ -400,12 +391,8 @@ def pick_version(
     driver's ``pick_version`` and ``request()`` come here (a test checks it).
     """
     made = explain(
-        api_key,
-        capabilities,
-        policy,
-        client_ranges,
-        in_transaction=in_transaction,
-        feature_gates=feature_gates,
+        api_key, capabilities, policy, client_ranges,
+        in_transaction=in_transaction, feature_gates=feature_gates,
     )
     if made.chosen is None:
         raise made.error(capabilities.transcript)

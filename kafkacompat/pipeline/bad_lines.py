@@ -45,9 +45,8 @@ def shape_faults(value: object, spec: Any, path: str = "") -> list[str]:
     if isinstance(spec, list):
         if not isinstance(value, list):
             return [f"{path} is {_shown(value)}, not a list"]
-        return [
-            fault for i, item in enumerate(value) for fault in shape_faults(item, spec[0], f"{path}[{i}]")
-        ]
+        return [fault for i, item in enumerate(value)
+                for fault in shape_faults(item, spec[0], f"{path}[{i}]")]
     if spec == "str":
         ok = isinstance(value, str)
     elif spec == "bool":

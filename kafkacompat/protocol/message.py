@@ -17,13 +17,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = [
-    "FieldAlias",
-    "FieldInfo",
-    "KafkaMessage",
-    "KafkaRequest",
-    "KafkaStruct",
-    "MessageType",
-    "ResponseT",
+    "FieldAlias", "FieldInfo", "KafkaMessage", "KafkaRequest", "KafkaStruct", "MessageType", "ResponseT",
 ]
 
 MessageType = Literal["request", "response", "header", "data", "metadata"]

@@ -101,10 +101,8 @@ class ReplyLimits:
                 raise ConfigError(
                     f"the reply ceiling for API key {key} must be 1 to 2**31-1 bytes, not {value!r}"
                 )
-        if (
-            isinstance(self.legacy_probe, bool)
-            or not isinstance(self.legacy_probe, int)
-            or not (0 < self.legacy_probe <= 0x7FFFFFFF)
+        if isinstance(self.legacy_probe, bool) or not isinstance(self.legacy_probe, int) or not (
+            0 < self.legacy_probe <= 0x7FFFFFFF
         ):
             raise ConfigError(
                 f"the legacy probe's ceiling must be 1 to 2**31-1 bytes, not {self.legacy_probe!r}"

@@ -145,8 +145,7 @@ def _kafka_python(t: Traffic) -> None:
         if "bootstrap_timeout_ms" in knobs:  # 3.0 on: how long the first metadata may take
             common["bootstrap_timeout_ms"] = t.request_timeout_ms
     consumer_common = {
-        **common,
-        "request_timeout_ms": max(common["request_timeout_ms"], _SESSION_TIMEOUT_MS + 500),
+        **common, "request_timeout_ms": max(common["request_timeout_ms"], _SESSION_TIMEOUT_MS + 500)
     }
     admin = admin_module.KafkaAdminClient(**common)
     try:
@@ -164,11 +163,8 @@ def _kafka_python(t: Traffic) -> None:
             producer.send(t.topic, PAYLOAD, partition=0).get(timeout=TIMEOUT_S)
             producer.close()
         consumer = kafka.KafkaConsumer(
-            group_id=t.group,
-            auto_offset_reset="earliest",
-            enable_auto_commit=False,
-            consumer_timeout_ms=int(TIMEOUT_S * 1000),
-            **consumer_common,
+            group_id=t.group, auto_offset_reset="earliest", enable_auto_commit=False,
+            consumer_timeout_ms=int(TIMEOUT_S * 1000), **consumer_common,
         )
         try:
             with t.step("consume"):
@@ -303,14 +299,9 @@ def _confluent(t: Traffic) -> None:
         producer.flush(TIMEOUT_S)
         if failures != [None]:
             raise RuntimeError(f"delivery: {failures or 'not reported'}")
-    consumer = ck.Consumer(
-        {
-            **common,
-            "group.id": t.group,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
+    consumer = ck.Consumer({
+        **common, "group.id": t.group, "auto.offset.reset": "earliest", "enable.auto.commit": False,
+    })
     try:
         with t.step("consume"):
             consumer.subscribe([t.topic])

@@ -95,25 +95,21 @@ Script = Callable[[Request], "Reply | bytes"]
 
 def answer(request: Request, message: KafkaMessage, version: int | None = None) -> bytes:
     """A well-formed reply frame carrying ``message`` at ``version`` (default: the request's)."""
-    return framing.encode_response(
-        message, request.api_version if version is None else version, request.correlation_id
-    )
+    return framing.encode_response(message, request.api_version if version is None else version,
+                                   request.correlation_id)
 
 
 def raw_answer(request: Request, body: bytes, *, version: int | None = None) -> bytes:
     """A frame with the right header for ``request`` around ``body`` (which may be anything)."""
-    header_version = framing.response_header_version(
-        request.api_key, request.api_version if version is None else version
-    )
+    header_version = framing.response_header_version(request.api_key, request.api_version
+                                                     if version is None else version)
     header = struct.pack(">i", request.correlation_id) + (b"\x00" if header_version >= 1 else b"")
     return struct.pack(">i", len(header) + len(body)) + header + body
 
 
 #: What ``api_versions`` advertises by default: enough for Metadata, FindCoordinator, DescribeCluster.
 PLAIN_APIS: tuple[tuple[int, int, int], ...] = (
-    (ApiKey.METADATA, 0, 12),
-    (ApiKey.FIND_COORDINATOR, 0, 4),
-    (ApiKey.API_VERSIONS, 0, 4),
+    (ApiKey.METADATA, 0, 12), (ApiKey.FIND_COORDINATOR, 0, 4), (ApiKey.API_VERSIONS, 0, 4),
     (ApiKey.DESCRIBE_CLUSTER, 0, 1),
 )
 
@@ -284,9 +280,8 @@ MUTATIONS: Mapping[str, Callable[[random.Random, bytes], tuple[str, bytes, str]]
 }
 
 
-def mutating(
-    base: Script, rng: random.Random, *, rate: float = 1.0, kinds: Iterable[str] = tuple(MUTATIONS)
-) -> Script:
+def mutating(base: Script, rng: random.Random, *, rate: float = 1.0,
+             kinds: Iterable[str] = tuple(MUTATIONS)) -> Script:
     """``base``'s replies, each damaged (with probability ``rate``) by one mutation drawn from ``rng``."""
     chosen = [MUTATIONS[kind] for kind in kinds]
 
@@ -307,14 +302,8 @@ def mutating(
 class HostileBroker:
     """``with HostileBroker(script) as broker:`` a listener at ``broker.address`` until the block ends."""
 
-    def __init__(
-        self,
-        script: Script,
-        *,
-        max_connections: int = 10_000,
-        lifetime: float = 300.0,
-        max_recorded: int = 1000,
-    ) -> None:
+    def __init__(self, script: Script, *, max_connections: int = 10_000, lifetime: float = 300.0,
+                 max_recorded: int = 1000) -> None:
         self.script = script
         self.max_connections = max_connections
         self.lifetime = lifetime

@@ -39,18 +39,8 @@ from typing import Any
 __all__ = ["ENTRIES", "Measured", "main", "measure", "peak_rss_mib", "run_entry"]
 
 ENTRIES = (
-    "probe",
-    "connection",
-    "connection-topics",
-    "aio",
-    "blocking",
-    "cluster",
-    "coordinators",
-    "aio-cluster",
-    "aio-coordinators",
-    "sync",
-    "inspect",
-    "inspect-all",
+    "probe", "connection", "connection-topics", "aio", "blocking", "cluster", "coordinators", "aio-cluster",
+    "aio-coordinators", "sync", "inspect", "inspect-all",
 )
 
 
@@ -77,9 +67,8 @@ def run_entry(entry: str, address: str, timeout: float, *, roomy: bool = False) 
         from kafkacompat.protocol.reply_limits import DEFAULT_CEILINGS, ReplyLimits
 
         settings["reply_limits"] = ReplyLimits(dict.fromkeys(DEFAULT_CEILINGS, DEFAULT_MAX_FRAME_SIZE))
-    config = ConnectionConfig(
-        connect_timeout=timeout, request_timeout=timeout, retry=RetryPolicy(attempts=1), **settings
-    )
+    config = ConnectionConfig(connect_timeout=timeout, request_timeout=timeout, retry=RetryPolicy(attempts=1),
+                              **settings)
     host, _, port_text = address.rpartition(":")
     if entry == "probe":
         from kafkacompat.blocking.probe import probe_broker
@@ -167,17 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BaseException as exc:  # what the property is about: anything else is a finding
         outcome, typed, message = type(exc).__name__, False, repr(exc)[:300]
     elapsed = time.monotonic() - started
-    print(
-        json.dumps(
-            {
-                "outcome": outcome,
-                "typed": typed,
-                "message": message,
-                "elapsed": round(elapsed, 3),
-                "peak_rss_mib": round(peak_rss_mib(), 1),
-            }
-        )
-    )
+    print(json.dumps({"outcome": outcome, "typed": typed, "message": message,
+                      "elapsed": round(elapsed, 3), "peak_rss_mib": round(peak_rss_mib(), 1)}))
     return 0
 
 
@@ -195,25 +175,19 @@ class Measured:
         return dict(json.loads(self.stdout.strip().splitlines()[-1]))
 
 
-def measure(
-    argv: Sequence[str], *, timeout: float = 120.0, env: dict[str, str] | None = None, cwd: str | None = None
-) -> Measured:
+def measure(argv: Sequence[str], *, timeout: float = 120.0, env: dict[str, str] | None = None,
+            cwd: str | None = None) -> Measured:
     """Run ``argv``; the child is killed after ``timeout`` seconds (its status is then negative)."""
     started = time.monotonic()
-    with subprocess.Popen(
-        list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, cwd=cwd
-    ) as child:
+    with subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          stdin=subprocess.DEVNULL, env=env, cwd=cwd) as child:
         try:
             out, err = child.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             child.kill()
             out, err = child.communicate()
-    return Measured(
-        child.returncode,
-        out.decode(errors="replace"),
-        err.decode(errors="replace"),
-        time.monotonic() - started,
-    )
+    return Measured(child.returncode, out.decode(errors="replace"), err.decode(errors="replace"),
+                    time.monotonic() - started)
 
 
 def client_argv(entry: str, address: str, timeout: float, *, roomy: bool = False) -> list[str]:

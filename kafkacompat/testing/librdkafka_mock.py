@@ -68,17 +68,8 @@ def install_confluent_kafka(version: str = OLD_CONFLUENT_KAFKA, cache: Path | No
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     command = [
-        sys.executable,
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        "--no-deps",
-        "--only-binary=:all:",
-        "--target",
-        str(staging),
-        f"confluent-kafka=={version}",
+        sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+        "--no-deps", "--only-binary=:all:", "--target", str(staging), f"confluent-kafka=={version}",
     ]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=_INSTALL_TIMEOUT, check=False)

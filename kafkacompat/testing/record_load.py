@@ -123,7 +123,9 @@ async def _one_client(address: tuple[str, int], client_id: str, pairs: list[tupl
     return len(pairs)
 
 
-async def _probe(address: tuple[str, int], times: list[list[tuple[float, float]]], stop: trio.Event) -> None:
+async def _probe(
+    address: tuple[str, int], times: list[list[tuple[float, float]]], stop: trio.Event
+) -> None:
     stream = await trio.open_tcp_stream(*address)
     async with stream:
         correlation = 0

@@ -97,6 +97,7 @@ class ConnectionTasks:
             self._closed = True
         self._dispatch(protocol.closed(exc))
 
+
     def _start_io(self) -> None:
         assert self._stream is not None and self._protocol is not None
         # The scopes exist before the tasks run, so an early aclose() can cancel them;

@@ -8,7 +8,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["AbortTransactionRecord"]
+__all__ = ['AbortTransactionRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -16,15 +16,15 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class AbortTransactionRecord(KafkaMessage):
-    __slots__ = ("reason",)
+    __slots__ = ('reason',)
 
     def __init__(self, *, reason: str | None = None) -> None:
         self.reason = reason
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AbortTransactionRecord"
+    NAME = 'AbortTransactionRecord'
     API_KEY = 25
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -96,10 +96,11 @@ def _w_AbortTransactionRecord_0(out: bytearray, o: AbortTransactionRecord) -> No
         raise EncodeError(f"cannot write AbortTransactionRecord: {exc}") from None
 
 
+
 AbortTransactionRecord._FIELDS = (
     FieldInfo(
-        "reason",
-        "string",
+        'reason',
+        'string',
         None,
         False,
         VersionRange(0, 0),

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["AbortedTxn"]
+__all__ = ['AbortedTxn']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -18,7 +18,7 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class AbortedTxn(KafkaMessage):
-    __slots__ = ("first_offset", "last_offset", "last_stable_offset", "producer_id")
+    __slots__ = ('first_offset', 'last_offset', 'last_stable_offset', 'producer_id')
 
     def __init__(
         self,
@@ -34,8 +34,8 @@ class AbortedTxn(KafkaMessage):
         self.last_stable_offset = last_stable_offset
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AbortedTxn"
-    MESSAGE_TYPE = "data"
+    NAME = 'AbortedTxn'
+    MESSAGE_TYPE = 'data'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(1, 0)
 
@@ -67,11 +67,12 @@ def _w_AbortedTxn_0(out: bytearray, o: AbortedTxn) -> None:
         raise EncodeError(f"cannot write AbortedTxn: {exc}") from None
 
 
+
 AbortedTxn._FIELDS = (
-    FieldInfo("producer_id", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("first_offset", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("last_offset", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("last_stable_offset", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('producer_id', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('first_offset', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('last_offset', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('last_stable_offset', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 AbortedTxn._READERS = {0: _r_AbortedTxn_0}
 AbortedTxn._WRITERS = {0: _w_AbortedTxn_0}

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["AccessControlEntryRecord"]
+__all__ = ['AccessControlEntryRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -27,14 +27,14 @@ _from_bytes = int.from_bytes
 
 class AccessControlEntryRecord(KafkaMessage):
     __slots__ = (
-        "host",
-        "id",
-        "operation",
-        "pattern_type",
-        "permission_type",
-        "principal",
-        "resource_name",
-        "resource_type",
+        'host',
+        'id',
+        'operation',
+        'pattern_type',
+        'permission_type',
+        'principal',
+        'resource_name',
+        'resource_type',
     )
 
     def __init__(
@@ -59,9 +59,9 @@ class AccessControlEntryRecord(KafkaMessage):
         self.permission_type = permission_type
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AccessControlEntryRecord"
+    NAME = 'AccessControlEntryRecord'
     API_KEY = 18
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -77,10 +77,7 @@ def _r_AccessControlEntryRecord_0(buf: Any, pos: int) -> tuple[AccessControlEntr
         _set(s1_id, "int", _from_bytes(buf[pos:stop]))
         _set(s1_id, "is_safe", _UUID_SAFE)
         pos = stop
-        (
-            s1_resource_type,
-            size,
-        ) = _F_bB.unpack_from(buf, pos)
+        (s1_resource_type, size,) = _F_bB.unpack_from(buf, pos)
         pos += 1
         if 0 < size < 0x80:
             stop = pos + size
@@ -90,10 +87,7 @@ def _r_AccessControlEntryRecord_0(buf: Any, pos: int) -> tuple[AccessControlEntr
             pos = stop
         else:
             s1_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
-        (
-            s1_pattern_type,
-            size,
-        ) = _F_bB.unpack_from(buf, pos)
+        (s1_pattern_type, size,) = _F_bB.unpack_from(buf, pos)
         pos += 1
         if 0 < size < 0x80:
             stop = pos + size
@@ -112,11 +106,7 @@ def _r_AccessControlEntryRecord_0(buf: Any, pos: int) -> tuple[AccessControlEntr
             pos = stop
         else:
             s1_host, pos = _wire.read_compact_text(buf, pos, "host")
-        (
-            s1_operation,
-            s1_permission_type,
-            t1,
-        ) = _F_bbB.unpack_from(buf, pos)
+        (s1_operation, s1_permission_type, t1,) = _F_bbB.unpack_from(buf, pos)
         pos += 3
         u1 = _NO_TAGS
         if t1:
@@ -187,15 +177,16 @@ def _w_AccessControlEntryRecord_0(out: bytearray, o: AccessControlEntryRecord) -
         raise EncodeError(f"cannot write AccessControlEntryRecord: {exc}") from None
 
 
+
 AccessControlEntryRecord._FIELDS = (
-    FieldInfo("id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("resource_type", "int8", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("resource_name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("pattern_type", "int8", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("principal", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("operation", "int8", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("permission_type", "int8", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('resource_type', 'int8', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('resource_name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('pattern_type', 'int8', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('principal', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('operation', 'int8', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('permission_type', 'int8', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 AccessControlEntryRecord._READERS = {0: _r_AccessControlEntryRecord_0}
 AccessControlEntryRecord._WRITERS = {0: _w_AccessControlEntryRecord_0}

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["AddOffsetsToTxnRequest", "AddOffsetsToTxnResponse"]
+__all__ = ['AddOffsetsToTxnRequest', 'AddOffsetsToTxnResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -20,8 +20,8 @@ _F_qhB = struct.Struct(">qhB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class AddOffsetsToTxnRequest(KafkaRequest["AddOffsetsToTxnResponse"]):
-    __slots__ = ("group_id", "producer_epoch", "producer_id", "transactional_id")
+class AddOffsetsToTxnRequest(KafkaRequest['AddOffsetsToTxnResponse']):
+    __slots__ = ('group_id', 'producer_epoch', 'producer_id', 'transactional_id')
 
     def __init__(
         self,
@@ -37,25 +37,24 @@ class AddOffsetsToTxnRequest(KafkaRequest["AddOffsetsToTxnResponse"]):
         self.group_id = group_id
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AddOffsetsToTxnRequest"
+    NAME = 'AddOffsetsToTxnRequest'
     API_KEY = 25
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 4)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
-    LISTENERS = ("broker",)
-
+    LISTENERS = ('broker',)
 
 class AddOffsetsToTxnResponse(KafkaMessage):
-    __slots__ = ("error_code", "throttle_time_ms")
+    __slots__ = ('error_code', 'throttle_time_ms')
 
     def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AddOffsetsToTxnResponse"
+    NAME = 'AddOffsetsToTxnResponse'
     API_KEY = 25
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 4)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
 
@@ -77,10 +76,7 @@ def _r_AddOffsetsToTxnRequest_0(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequ
             s1_transactional_id, pos = _wire.read_string(buf, pos)
             if s1_transactional_id is None:
                 raise _wire.null_error("transactional_id", pos)
-        (
-            s1_producer_id,
-            s1_producer_epoch,
-        ) = _F_qh.unpack_from(buf, pos)
+        (s1_producer_id, s1_producer_epoch,) = _F_qh.unpack_from(buf, pos)
         pos += 10
         size = buf[pos] << 8 | buf[pos + 1]
         if size < 0x8000:
@@ -133,11 +129,7 @@ def _r_AddOffsetsToTxnRequest_1(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequ
             pos = stop
         else:
             s1_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
-        (
-            s1_producer_id,
-            s1_producer_epoch,
-            size,
-        ) = _F_qhB.unpack_from(buf, pos)
+        (s1_producer_id, s1_producer_epoch, size,) = _F_qhB.unpack_from(buf, pos)
         pos += 10
         if 0 < size < 0x80:
             stop = pos + size
@@ -202,10 +194,7 @@ def _w_AddOffsetsToTxnRequest_1(out: bytearray, o: AddOffsetsToTxnRequest) -> No
 
 def _r_AddOffsetsToTxnResponse_0(buf: Any, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
     try:
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         o1 = _new(AddOffsetsToTxnResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
@@ -226,11 +215,7 @@ def _w_AddOffsetsToTxnResponse_0(out: bytearray, o: AddOffsetsToTxnResponse) -> 
 def _r_AddOffsetsToTxnResponse_1(buf: Any, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            t1,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, t1,) = _F_ihB.unpack_from(buf, pos)
         pos += 7
         u1 = _NO_TAGS
         if t1:
@@ -263,11 +248,12 @@ def _w_AddOffsetsToTxnResponse_1(out: bytearray, o: AddOffsetsToTxnResponse) -> 
         raise EncodeError(f"cannot write AddOffsetsToTxnResponse: {exc}") from None
 
 
+
 AddOffsetsToTxnRequest._FIELDS = (
-    FieldInfo("transactional_id", "string", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("producer_id", "int64", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("producer_epoch", "int16", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('transactional_id', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('producer_id', 'int64', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('producer_epoch', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
 )
 AddOffsetsToTxnRequest._READERS = {
     0: _r_AddOffsetsToTxnRequest_0,
@@ -286,8 +272,8 @@ AddOffsetsToTxnRequest._WRITERS = {
 
 
 AddOffsetsToTxnResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
 )
 AddOffsetsToTxnResponse._READERS = {
     0: _r_AddOffsetsToTxnResponse_0,

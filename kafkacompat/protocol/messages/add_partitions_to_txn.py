@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["AddPartitionsToTxnRequest", "AddPartitionsToTxnResponse"]
+__all__ = ['AddPartitionsToTxnRequest', 'AddPartitionsToTxnResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -25,13 +25,13 @@ _PC_i = _wire.COMPACT_PREFIXED["i"]
 _PI_i = _wire.CLASSIC_PREFIXED["i"]
 
 
-class AddPartitionsToTxnRequest(KafkaRequest["AddPartitionsToTxnResponse"]):
+class AddPartitionsToTxnRequest(KafkaRequest['AddPartitionsToTxnResponse']):
     __slots__ = (
-        "transactions",
-        "v3_and_below_producer_epoch",
-        "v3_and_below_producer_id",
-        "v3_and_below_topics",
-        "v3_and_below_transactional_id",
+        'transactions',
+        'v3_and_below_producer_epoch',
+        'v3_and_below_producer_id',
+        'v3_and_below_topics',
+        'v3_and_below_transactional_id',
     )
 
     def __init__(
@@ -48,29 +48,31 @@ class AddPartitionsToTxnRequest(KafkaRequest["AddPartitionsToTxnResponse"]):
         self.v3_and_below_producer_id = v3_and_below_producer_id
         self.v3_and_below_producer_epoch = v3_and_below_producer_epoch
         self.v3_and_below_topics = (
-            _wire.KeyedList() if v3_and_below_topics is _wire.DEFAULT else v3_and_below_topics
+            _wire.KeyedList()
+            if v3_and_below_topics is _wire.DEFAULT
+            else v3_and_below_topics
         )
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AddPartitionsToTxnRequest"
+    NAME = 'AddPartitionsToTxnRequest'
     API_KEY = 24
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 5)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
 
     class AddPartitionsToTxnTopic(KafkaStruct):
-        __slots__ = ("name", "partitions")
+        __slots__ = ('name', 'partitions')
 
         def __init__(self, *, name: str = "", partitions: list[int] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
     class AddPartitionsToTxnTransaction(KafkaStruct):
-        __slots__ = ("producer_epoch", "producer_id", "topics", "transactional_id", "verify_only")
+        __slots__ = ('producer_epoch', 'producer_id', 'topics', 'transactional_id', 'verify_only')
 
         def __init__(
             self,
@@ -88,11 +90,10 @@ class AddPartitionsToTxnRequest(KafkaRequest["AddPartitionsToTxnResponse"]):
             self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("transactional_id",)
-
+        MAP_KEY = ('transactional_id',)
 
 class AddPartitionsToTxnResponse(KafkaMessage):
-    __slots__ = ("error_code", "results_by_topic_v3_and_below", "results_by_transaction", "throttle_time_ms")
+    __slots__ = ('error_code', 'results_by_topic_v3_and_below', 'results_by_transaction', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -102,12 +103,14 @@ class AddPartitionsToTxnResponse(KafkaMessage):
         results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult] = _wire.DEFAULT,
         results_by_topic_v3_and_below: (
             list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]
-        ) = _wire.DEFAULT,
+        )= _wire.DEFAULT,
     ) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.results_by_transaction = (
-            _wire.KeyedList() if results_by_transaction is _wire.DEFAULT else results_by_transaction
+            _wire.KeyedList()
+            if results_by_transaction is _wire.DEFAULT
+            else results_by_transaction
         )
         self.results_by_topic_v3_and_below = (
             _wire.KeyedList()
@@ -116,24 +119,24 @@ class AddPartitionsToTxnResponse(KafkaMessage):
         )
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AddPartitionsToTxnResponse"
+    NAME = 'AddPartitionsToTxnResponse'
     API_KEY = 24
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 5)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
 
     class AddPartitionsToTxnPartitionResult(KafkaStruct):
-        __slots__ = ("partition_error_code", "partition_index")
+        __slots__ = ('partition_error_code', 'partition_index')
 
         def __init__(self, *, partition_index: int = 0, partition_error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.partition_error_code = partition_error_code
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("partition_index",)
+        MAP_KEY = ('partition_index',)
 
     class AddPartitionsToTxnTopicResult(KafkaStruct):
-        __slots__ = ("name", "results_by_partition")
+        __slots__ = ('name', 'results_by_partition')
 
         def __init__(
             self,
@@ -141,18 +144,20 @@ class AddPartitionsToTxnResponse(KafkaMessage):
             name: str = "",
             results_by_partition: (
                 list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult]
-            ) = _wire.DEFAULT,
+            )= _wire.DEFAULT,
         ) -> None:
             self.name = name
             self.results_by_partition = (
-                _wire.KeyedList() if results_by_partition is _wire.DEFAULT else results_by_partition
+                _wire.KeyedList()
+                if results_by_partition is _wire.DEFAULT
+                else results_by_partition
             )
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
     class AddPartitionsToTxnResult(KafkaStruct):
-        __slots__ = ("topic_results", "transactional_id")
+        __slots__ = ('topic_results', 'transactional_id')
 
         def __init__(
             self,
@@ -164,7 +169,7 @@ class AddPartitionsToTxnResponse(KafkaMessage):
             self.topic_results = _wire.KeyedList() if topic_results is _wire.DEFAULT else topic_results
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("transactional_id",)
+        MAP_KEY = ('transactional_id',)
 
 
 AddPartitionsToTxnRequest.RESPONSE_CLASS = AddPartitionsToTxnResponse
@@ -186,10 +191,7 @@ def _r_AddPartitionsToTxnRequest_0(buf: Any, pos: int) -> tuple[AddPartitionsToT
             s1_v3_and_below_transactional_id, pos = _wire.read_string(buf, pos)
             if s1_v3_and_below_transactional_id is None:
                 raise _wire.null_error("v3_and_below_transactional_id", pos)
-        (
-            s1_v3_and_below_producer_id,
-            s1_v3_and_below_producer_epoch,
-        ) = _F_qh.unpack_from(buf, pos)
+        (s1_v3_and_below_producer_id, s1_v3_and_below_producer_epoch,) = _F_qh.unpack_from(buf, pos)
         pos += 10
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -278,10 +280,7 @@ def _r_AddPartitionsToTxnRequest_1(buf: Any, pos: int) -> tuple[AddPartitionsToT
                 pos,
                 "v3_and_below_transactional_id",
             )
-        (
-            s1_v3_and_below_producer_id,
-            s1_v3_and_below_producer_epoch,
-        ) = _F_qh.unpack_from(buf, pos)
+        (s1_v3_and_below_producer_id, s1_v3_and_below_producer_epoch,) = _F_qh.unpack_from(buf, pos)
         pos += 10
         n = buf[pos] - 1
         if n < 0x7F:
@@ -429,11 +428,7 @@ def _r_AddPartitionsToTxnRequest_2(buf: Any, pos: int) -> tuple[AddPartitionsToT
                     pos = stop
                 else:
                     s3_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
-                (
-                    s3_producer_id,
-                    s3_producer_epoch,
-                    s3_verify_only,
-                ) = _F_qho.unpack_from(buf, pos)
+                (s3_producer_id, s3_producer_epoch, s3_verify_only,) = _F_qho.unpack_from(buf, pos)
                 pos += 11
                 n = buf[pos] - 1
                 if n < 0x7F:
@@ -594,7 +589,7 @@ def _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_0(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -723,10 +718,7 @@ def _r_AddPartitionsToTxnResponse_0(buf: Any, pos: int) -> tuple[AddPartitionsTo
                         s3_results_by_partition = _wire.KeyedList()
                         add4 = s3_results_by_partition.append
                         for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_partition_error_code,
-                            ) = _F_ih.unpack_from(buf, pos)
+                            (s6_partition_index, s6_partition_error_code,) = _F_ih.unpack_from(buf, pos)
                             pos += 6
                             o6 = _new(_C_Response__AddPartitionsToTxnPartitionResult)
                             o6.partition_index = s6_partition_index
@@ -830,11 +822,7 @@ def _r_AddPartitionsToTxnResponse_1(buf: Any, pos: int) -> tuple[AddPartitionsTo
                         s3_results_by_partition = _wire.KeyedList()
                         add4 = s3_results_by_partition.append
                         for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_partition_error_code,
-                                t6,
-                            ) = _F_ihB.unpack_from(buf, pos)
+                            (s6_partition_index, s6_partition_error_code, t6,) = _F_ihB.unpack_from(buf, pos)
                             pos += 7
                             u6 = _NO_TAGS
                             if t6:
@@ -929,10 +917,7 @@ def _r_AddPartitionsToTxnResponse_2(buf: Any, pos: int) -> tuple[AddPartitionsTo
     u8: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -1231,8 +1216,8 @@ _C_Request__AddPartitionsToTxnTransaction = AddPartitionsToTxnRequest.AddPartiti
 
 AddPartitionsToTxnRequest._FIELDS = (
     FieldInfo(
-        "transactions",
-        "AddPartitionsToTxnTransaction",
+        'transactions',
+        'AddPartitionsToTxnTransaction',
         _C_Request__AddPartitionsToTxnTransaction,
         True,
         VersionRange(4, 5),
@@ -1242,8 +1227,8 @@ AddPartitionsToTxnRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "v3_and_below_transactional_id",
-        "string",
+        'v3_and_below_transactional_id',
+        'string',
         None,
         False,
         VersionRange(0, 3),
@@ -1253,8 +1238,8 @@ AddPartitionsToTxnRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "v3_and_below_producer_id",
-        "int64",
+        'v3_and_below_producer_id',
+        'int64',
         None,
         False,
         VersionRange(0, 3),
@@ -1264,8 +1249,8 @@ AddPartitionsToTxnRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "v3_and_below_producer_epoch",
-        "int16",
+        'v3_and_below_producer_epoch',
+        'int16',
         None,
         False,
         VersionRange(0, 3),
@@ -1275,8 +1260,8 @@ AddPartitionsToTxnRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "v3_and_below_topics",
-        "AddPartitionsToTxnTopic",
+        'v3_and_below_topics',
+        'AddPartitionsToTxnTopic',
         _C_Request__AddPartitionsToTxnTopic,
         True,
         VersionRange(0, 3),
@@ -1287,17 +1272,17 @@ AddPartitionsToTxnRequest._FIELDS = (
     ),
 )
 _C_Request__AddPartitionsToTxnTopic._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("partitions", "int32", None, True, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('partitions', 'int32', None, True, VersionRange(0, 5), _NONE, _NONE, None, False),
 )
 _C_Request__AddPartitionsToTxnTransaction._FIELDS = (
-    FieldInfo("transactional_id", "string", None, False, VersionRange(4, 5), _NONE, _NONE, None, False),
-    FieldInfo("producer_id", "int64", None, False, VersionRange(4, 5), _NONE, _NONE, None, False),
-    FieldInfo("producer_epoch", "int16", None, False, VersionRange(4, 5), _NONE, _NONE, None, False),
-    FieldInfo("verify_only", "bool", None, False, VersionRange(4, 5), _NONE, _NONE, None, False),
+    FieldInfo('transactional_id', 'string', None, False, VersionRange(4, 5), _NONE, _NONE, None, False),
+    FieldInfo('producer_id', 'int64', None, False, VersionRange(4, 5), _NONE, _NONE, None, False),
+    FieldInfo('producer_epoch', 'int16', None, False, VersionRange(4, 5), _NONE, _NONE, None, False),
+    FieldInfo('verify_only', 'bool', None, False, VersionRange(4, 5), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "AddPartitionsToTxnTopic",
+        'topics',
+        'AddPartitionsToTxnTopic',
         _C_Request__AddPartitionsToTxnTopic,
         True,
         VersionRange(4, 5),
@@ -1329,11 +1314,11 @@ _C_Response__AddPartitionsToTxnTopicResult = AddPartitionsToTxnResponse.AddParti
 _C_Response__AddPartitionsToTxnResult = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
 
 AddPartitionsToTxnResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(4, 5), _NONE, _NONE, None, True),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(4, 5), _NONE, _NONE, None, True),
     FieldInfo(
-        "results_by_transaction",
-        "AddPartitionsToTxnResult",
+        'results_by_transaction',
+        'AddPartitionsToTxnResult',
         _C_Response__AddPartitionsToTxnResult,
         True,
         VersionRange(4, 5),
@@ -1343,8 +1328,8 @@ AddPartitionsToTxnResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "results_by_topic_v3_and_below",
-        "AddPartitionsToTxnTopicResult",
+        'results_by_topic_v3_and_below',
+        'AddPartitionsToTxnTopicResult',
         _C_Response__AddPartitionsToTxnTopicResult,
         True,
         VersionRange(0, 3),
@@ -1355,14 +1340,14 @@ AddPartitionsToTxnResponse._FIELDS = (
     ),
 )
 _C_Response__AddPartitionsToTxnPartitionResult._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("partition_error_code", "int16", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('partition_error_code', 'int16', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
 )
 _C_Response__AddPartitionsToTxnTopicResult._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
     FieldInfo(
-        "results_by_partition",
-        "AddPartitionsToTxnPartitionResult",
+        'results_by_partition',
+        'AddPartitionsToTxnPartitionResult',
         _C_Response__AddPartitionsToTxnPartitionResult,
         True,
         VersionRange(0, 5),
@@ -1373,10 +1358,10 @@ _C_Response__AddPartitionsToTxnTopicResult._FIELDS = (
     ),
 )
 _C_Response__AddPartitionsToTxnResult._FIELDS = (
-    FieldInfo("transactional_id", "string", None, False, VersionRange(4, 5), _NONE, _NONE, None, False),
+    FieldInfo('transactional_id', 'string', None, False, VersionRange(4, 5), _NONE, _NONE, None, False),
     FieldInfo(
-        "topic_results",
-        "AddPartitionsToTxnTopicResult",
+        'topic_results',
+        'AddPartitionsToTxnTopicResult',
         _C_Response__AddPartitionsToTxnTopicResult,
         True,
         VersionRange(4, 5),

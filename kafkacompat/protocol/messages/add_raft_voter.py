@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["AddRaftVoterRequest", "AddRaftVoterResponse"]
+__all__ = ['AddRaftVoterRequest', 'AddRaftVoterResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -28,14 +28,14 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class AddRaftVoterRequest(KafkaRequest["AddRaftVoterResponse"]):
+class AddRaftVoterRequest(KafkaRequest['AddRaftVoterResponse']):
     __slots__ = (
-        "ack_when_committed",
-        "cluster_id",
-        "listeners",
-        "timeout_ms",
-        "voter_directory_id",
-        "voter_id",
+        'ack_when_committed',
+        'cluster_id',
+        'listeners',
+        'timeout_ms',
+        'voter_directory_id',
+        'voter_id',
     )
 
     def __init__(
@@ -56,15 +56,15 @@ class AddRaftVoterRequest(KafkaRequest["AddRaftVoterResponse"]):
         self.ack_when_committed = ack_when_committed
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AddRaftVoterRequest"
+    NAME = 'AddRaftVoterRequest'
     API_KEY = 80
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("controller", "broker")
+    LISTENERS = ('controller', 'broker')
 
     class Listener(KafkaStruct):
-        __slots__ = ("host", "name", "port")
+        __slots__ = ('host', 'name', 'port')
 
         def __init__(self, *, name: str = "", host: str = "", port: int = 0) -> None:
             self.name = name
@@ -72,11 +72,10 @@ class AddRaftVoterRequest(KafkaRequest["AddRaftVoterResponse"]):
             self.port = port
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
-
+        MAP_KEY = ('name',)
 
 class AddRaftVoterResponse(KafkaMessage):
-    __slots__ = ("error_code", "error_message", "throttle_time_ms")
+    __slots__ = ('error_code', 'error_message', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -90,9 +89,9 @@ class AddRaftVoterResponse(KafkaMessage):
         self.error_message = error_message
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AddRaftVoterResponse"
+    NAME = 'AddRaftVoterResponse'
     API_KEY = 80
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -119,10 +118,7 @@ def _r_AddRaftVoterRequest_0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
             pos += 1
         else:
             s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_timeout_ms,
-            s1_voter_id,
-        ) = _F_ii.unpack_from(buf, pos)
+        (s1_timeout_ms, s1_voter_id,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         stop = pos + 16
         if stop > buflen:
@@ -160,10 +156,7 @@ def _r_AddRaftVoterRequest_0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    t3,
-                ) = _F_HB.unpack_from(buf, pos)
+                (s3_port, t3,) = _F_HB.unpack_from(buf, pos)
                 pos += 3
                 u3 = _NO_TAGS
                 if t3:
@@ -262,10 +255,7 @@ def _r_AddRaftVoterRequest_1(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
             pos += 1
         else:
             s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_timeout_ms,
-            s1_voter_id,
-        ) = _F_ii.unpack_from(buf, pos)
+        (s1_timeout_ms, s1_voter_id,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         stop = pos + 16
         if stop > buflen:
@@ -303,10 +293,7 @@ def _r_AddRaftVoterRequest_1(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    t3,
-                ) = _F_HB.unpack_from(buf, pos)
+                (s3_port, t3,) = _F_HB.unpack_from(buf, pos)
                 pos += 3
                 u3 = _NO_TAGS
                 if t3:
@@ -325,10 +312,7 @@ def _r_AddRaftVoterRequest_1(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
                 o3.port = s3_port
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_ack_when_committed,
-            t1,
-        ) = _F_oB.unpack_from(buf, pos)
+        (s1_ack_when_committed, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -422,11 +406,7 @@ def _r_AddRaftVoterResponse_0(buf: Any, pos: int) -> tuple[AddRaftVoterResponse,
     u1: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -484,8 +464,8 @@ _C_Request__Listener = AddRaftVoterRequest.Listener
 
 AddRaftVoterRequest._FIELDS = (
     FieldInfo(
-        "cluster_id",
-        "string",
+        'cluster_id',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -494,12 +474,12 @@ AddRaftVoterRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("timeout_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("voter_id", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("voter_directory_id", "uuid", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('timeout_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('voter_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('voter_directory_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "listeners",
-        "Listener",
+        'listeners',
+        'Listener',
         _C_Request__Listener,
         True,
         VersionRange(0, 1),
@@ -508,23 +488,23 @@ AddRaftVoterRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("ack_when_committed", "bool", None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
+    FieldInfo('ack_when_committed', 'bool', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
 )
 _C_Request__Listener._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("port", "uint16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('port', 'uint16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 AddRaftVoterRequest._READERS = {0: _r_AddRaftVoterRequest_0, 1: _r_AddRaftVoterRequest_1}
 AddRaftVoterRequest._WRITERS = {0: _w_AddRaftVoterRequest_0, 1: _w_AddRaftVoterRequest_1}
 
 
 AddRaftVoterResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 1),

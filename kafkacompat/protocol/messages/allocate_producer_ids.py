@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["AllocateProducerIdsRequest", "AllocateProducerIdsResponse"]
+__all__ = ['AllocateProducerIdsRequest', 'AllocateProducerIdsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -20,24 +20,23 @@ _F_iqB = struct.Struct(">iqB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class AllocateProducerIdsRequest(KafkaRequest["AllocateProducerIdsResponse"]):
-    __slots__ = ("broker_epoch", "broker_id")
+class AllocateProducerIdsRequest(KafkaRequest['AllocateProducerIdsResponse']):
+    __slots__ = ('broker_epoch', 'broker_id')
 
     def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AllocateProducerIdsRequest"
+    NAME = 'AllocateProducerIdsRequest'
     API_KEY = 67
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("controller",)
-
+    LISTENERS = ('controller',)
 
 class AllocateProducerIdsResponse(KafkaMessage):
-    __slots__ = ("error_code", "producer_id_len", "producer_id_start", "throttle_time_ms")
+    __slots__ = ('error_code', 'producer_id_len', 'producer_id_start', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -53,9 +52,9 @@ class AllocateProducerIdsResponse(KafkaMessage):
         self.producer_id_len = producer_id_len
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AllocateProducerIdsResponse"
+    NAME = 'AllocateProducerIdsResponse'
     API_KEY = 67
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -66,11 +65,7 @@ AllocateProducerIdsRequest.RESPONSE_CLASS = AllocateProducerIdsResponse
 def _r_AllocateProducerIdsRequest_0(buf: Any, pos: int) -> tuple[AllocateProducerIdsRequest, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_broker_id,
-            s1_broker_epoch,
-            t1,
-        ) = _F_iqB.unpack_from(buf, pos)
+        (s1_broker_id, s1_broker_epoch, t1,) = _F_iqB.unpack_from(buf, pos)
         pos += 13
         u1 = _NO_TAGS
         if t1:
@@ -147,19 +142,20 @@ def _w_AllocateProducerIdsResponse_0(out: bytearray, o: AllocateProducerIdsRespo
         raise EncodeError(f"cannot write AllocateProducerIdsResponse: {exc}") from None
 
 
+
 AllocateProducerIdsRequest._FIELDS = (
-    FieldInfo("broker_id", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("broker_epoch", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('broker_epoch', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 AllocateProducerIdsRequest._READERS = {0: _r_AllocateProducerIdsRequest_0}
 AllocateProducerIdsRequest._WRITERS = {0: _w_AllocateProducerIdsRequest_0}
 
 
 AllocateProducerIdsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("producer_id_start", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("producer_id_len", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('producer_id_start', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('producer_id_len', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 AllocateProducerIdsResponse._READERS = {0: _r_AllocateProducerIdsResponse_0}
 AllocateProducerIdsResponse._WRITERS = {0: _w_AllocateProducerIdsResponse_0}

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["AlterClientQuotasRequest", "AlterClientQuotasResponse"]
+__all__ = ['AlterClientQuotasRequest', 'AlterClientQuotasResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -23,8 +23,8 @@ _F_i = struct.Struct(">i")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class AlterClientQuotasRequest(KafkaRequest["AlterClientQuotasResponse"]):
-    __slots__ = ("entries", "validate_only")
+class AlterClientQuotasRequest(KafkaRequest['AlterClientQuotasResponse']):
+    __slots__ = ('entries', 'validate_only')
 
     def __init__(
         self,
@@ -36,23 +36,24 @@ class AlterClientQuotasRequest(KafkaRequest["AlterClientQuotasResponse"]):
         self.validate_only = validate_only
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AlterClientQuotasRequest"
+    NAME = 'AlterClientQuotasRequest'
     API_KEY = 49
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(1, 32767)
-    LISTENERS = ("broker", "controller")
+    LISTENERS = ('broker', 'controller')
 
     class EntityData(KafkaStruct):
-        __slots__ = ("entity_name", "entity_type")
+        __slots__ = ('entity_name', 'entity_type')
 
         def __init__(self, *, entity_type: str = "", entity_name: str | None = "") -> None:
             self.entity_type = entity_type
             self.entity_name = entity_name
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class OpData(KafkaStruct):
-        __slots__ = ("key", "remove", "value")
+        __slots__ = ('key', 'remove', 'value')
 
         def __init__(self, *, key: str = "", value: float = 0.0, remove: bool = False) -> None:
             self.key = key
@@ -60,8 +61,9 @@ class AlterClientQuotasRequest(KafkaRequest["AlterClientQuotasResponse"]):
             self.remove = remove
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class EntryData(KafkaStruct):
-        __slots__ = ("entity", "ops")
+        __slots__ = ('entity', 'ops')
 
         def __init__(
             self,
@@ -75,7 +77,7 @@ class AlterClientQuotasRequest(KafkaRequest["AlterClientQuotasResponse"]):
 
 
 class AlterClientQuotasResponse(KafkaMessage):
-    __slots__ = ("entries", "throttle_time_ms")
+    __slots__ = ('entries', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -87,22 +89,23 @@ class AlterClientQuotasResponse(KafkaMessage):
         self.entries = [] if entries is _wire.DEFAULT else entries
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AlterClientQuotasResponse"
+    NAME = 'AlterClientQuotasResponse'
     API_KEY = 49
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(1, 32767)
 
     class EntityData(KafkaStruct):
-        __slots__ = ("entity_name", "entity_type")
+        __slots__ = ('entity_name', 'entity_type')
 
         def __init__(self, *, entity_type: str = "", entity_name: str | None = "") -> None:
             self.entity_type = entity_type
             self.entity_name = entity_name
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class EntryData(KafkaStruct):
-        __slots__ = ("entity", "error_code", "error_message")
+        __slots__ = ('entity', 'error_code', 'error_message')
 
         def __init__(
             self,
@@ -115,6 +118,7 @@ class AlterClientQuotasResponse(KafkaMessage):
             self.error_message = error_message
             self.entity = [] if entity is _wire.DEFAULT else entity
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 AlterClientQuotasRequest.RESPONSE_CLASS = AlterClientQuotasResponse
@@ -184,10 +188,7 @@ def _r_AlterClientQuotasRequest_0(buf: Any, pos: int) -> tuple[AlterClientQuotas
                             s7_key, pos = _wire.read_string(buf, pos)
                             if s7_key is None:
                                 raise _wire.null_error("key", pos)
-                        (
-                            s7_value,
-                            s7_remove,
-                        ) = _F_do.unpack_from(buf, pos)
+                        (s7_value, s7_remove,) = _F_do.unpack_from(buf, pos)
                         pos += 9
                         o7 = _new(_C_Request__OpData)
                         o7.key = s7_key
@@ -318,11 +319,7 @@ def _r_AlterClientQuotasRequest_1(buf: Any, pos: int) -> tuple[AlterClientQuotas
                             pos = stop
                         else:
                             s7_key, pos = _wire.read_compact_text(buf, pos, "key")
-                        (
-                            s7_value,
-                            s7_remove,
-                            t7,
-                        ) = _F_doB.unpack_from(buf, pos)
+                        (s7_value, s7_remove, t7,) = _F_doB.unpack_from(buf, pos)
                         pos += 10
                         u7 = _NO_TAGS
                         if t7:
@@ -358,10 +355,7 @@ def _r_AlterClientQuotasRequest_1(buf: Any, pos: int) -> tuple[AlterClientQuotas
                 o3.ops = s3_ops
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_validate_only,
-            t1,
-        ) = _F_oB.unpack_from(buf, pos)
+        (s1_validate_only, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -646,10 +640,7 @@ def _r_AlterClientQuotasResponse_1(buf: Any, pos: int) -> tuple[AlterClientQuota
             s1_entries = []
             add2 = s1_entries.append
             for _ in range(n):
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -873,8 +864,8 @@ _C_Request__EntryData = AlterClientQuotasRequest.EntryData
 
 AlterClientQuotasRequest._FIELDS = (
     FieldInfo(
-        "entries",
-        "EntryData",
+        'entries',
+        'EntryData',
         _C_Request__EntryData,
         True,
         VersionRange(0, 1),
@@ -883,13 +874,13 @@ AlterClientQuotasRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("validate_only", "bool", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('validate_only', 'bool', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 _C_Request__EntityData._FIELDS = (
-    FieldInfo("entity_type", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('entity_type', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "entity_name",
-        "string",
+        'entity_name',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -900,14 +891,14 @@ _C_Request__EntityData._FIELDS = (
     ),
 )
 _C_Request__OpData._FIELDS = (
-    FieldInfo("key", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("value", "float64", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("remove", "bool", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('key', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('value', 'float64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('remove', 'bool', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 _C_Request__EntryData._FIELDS = (
     FieldInfo(
-        "entity",
-        "EntityData",
+        'entity',
+        'EntityData',
         _C_Request__EntityData,
         True,
         VersionRange(0, 1),
@@ -916,7 +907,7 @@ _C_Request__EntryData._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("ops", "OpData", _C_Request__OpData, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('ops', 'OpData', _C_Request__OpData, True, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 AlterClientQuotasRequest._READERS = {0: _r_AlterClientQuotasRequest_0, 1: _r_AlterClientQuotasRequest_1}
 AlterClientQuotasRequest._WRITERS = {0: _w_AlterClientQuotasRequest_0, 1: _w_AlterClientQuotasRequest_1}
@@ -925,10 +916,10 @@ _C_Response__EntityData = AlterClientQuotasResponse.EntityData
 _C_Response__EntryData = AlterClientQuotasResponse.EntryData
 
 AlterClientQuotasResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "entries",
-        "EntryData",
+        'entries',
+        'EntryData',
         _C_Response__EntryData,
         True,
         VersionRange(0, 1),
@@ -939,10 +930,10 @@ AlterClientQuotasResponse._FIELDS = (
     ),
 )
 _C_Response__EntityData._FIELDS = (
-    FieldInfo("entity_type", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('entity_type', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "entity_name",
-        "string",
+        'entity_name',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -953,10 +944,10 @@ _C_Response__EntityData._FIELDS = (
     ),
 )
 _C_Response__EntryData._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -966,8 +957,8 @@ _C_Response__EntryData._FIELDS = (
         False,
     ),
     FieldInfo(
-        "entity",
-        "EntityData",
+        'entity',
+        'EntityData',
         _C_Response__EntityData,
         True,
         VersionRange(0, 1),

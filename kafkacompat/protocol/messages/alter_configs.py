@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["AlterConfigsRequest", "AlterConfigsResponse"]
+__all__ = ['AlterConfigsRequest', 'AlterConfigsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -23,8 +23,8 @@ _F_i = struct.Struct(">i")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class AlterConfigsRequest(KafkaRequest["AlterConfigsResponse"]):
-    __slots__ = ("resources", "validate_only")
+class AlterConfigsRequest(KafkaRequest['AlterConfigsResponse']):
+    __slots__ = ('resources', 'validate_only')
 
     def __init__(
         self,
@@ -36,25 +36,25 @@ class AlterConfigsRequest(KafkaRequest["AlterConfigsResponse"]):
         self.validate_only = validate_only
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AlterConfigsRequest"
+    NAME = 'AlterConfigsRequest'
     API_KEY = 33
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
-    LISTENERS = ("broker", "controller")
+    LISTENERS = ('broker', 'controller')
 
     class AlterableConfig(KafkaStruct):
-        __slots__ = ("name", "value")
+        __slots__ = ('name', 'value')
 
         def __init__(self, *, name: str = "", value: str | None = "") -> None:
             self.name = name
             self.value = value
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
     class AlterConfigsResource(KafkaStruct):
-        __slots__ = ("configs", "resource_name", "resource_type")
+        __slots__ = ('configs', 'resource_name', 'resource_type')
 
         def __init__(
             self,
@@ -68,11 +68,10 @@ class AlterConfigsRequest(KafkaRequest["AlterConfigsResponse"]):
             self.configs = _wire.KeyedList() if configs is _wire.DEFAULT else configs
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("resource_type", "resource_name")
-
+        MAP_KEY = ('resource_type', 'resource_name')
 
 class AlterConfigsResponse(KafkaMessage):
-    __slots__ = ("responses", "throttle_time_ms")
+    __slots__ = ('responses', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -84,14 +83,14 @@ class AlterConfigsResponse(KafkaMessage):
         self.responses = [] if responses is _wire.DEFAULT else responses
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AlterConfigsResponse"
+    NAME = 'AlterConfigsResponse'
     API_KEY = 33
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
 
     class AlterConfigsResourceResponse(KafkaStruct):
-        __slots__ = ("error_code", "error_message", "resource_name", "resource_type")
+        __slots__ = ('error_code', 'error_message', 'resource_name', 'resource_type')
 
         def __init__(
             self,
@@ -106,6 +105,7 @@ class AlterConfigsResponse(KafkaMessage):
             self.resource_type = resource_type
             self.resource_name = resource_name
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 AlterConfigsRequest.RESPONSE_CLASS = AlterConfigsResponse
@@ -222,10 +222,7 @@ def _r_AlterConfigsRequest_1(buf: Any, pos: int) -> tuple[AlterConfigsRequest, i
             s1_resources = _wire.KeyedList()
             add2 = s1_resources.append
             for _ in range(n):
-                (
-                    s3_resource_type,
-                    size,
-                ) = _F_bB.unpack_from(buf, pos)
+                (s3_resource_type, size,) = _F_bB.unpack_from(buf, pos)
                 pos += 1
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -302,10 +299,7 @@ def _r_AlterConfigsRequest_1(buf: Any, pos: int) -> tuple[AlterConfigsRequest, i
                 o3.configs = s3_configs
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_validate_only,
-            t1,
-        ) = _F_oB.unpack_from(buf, pos)
+        (s1_validate_only, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -538,10 +532,7 @@ def _r_AlterConfigsResponse_1(buf: Any, pos: int) -> tuple[AlterConfigsResponse,
             s1_responses = []
             add2 = s1_responses.append
             for _ in range(n):
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -554,10 +545,7 @@ def _r_AlterConfigsResponse_1(buf: Any, pos: int) -> tuple[AlterConfigsResponse,
                     pos += 1
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
-                (
-                    s3_resource_type,
-                    size,
-                ) = _F_bB.unpack_from(buf, pos)
+                (s3_resource_type, size,) = _F_bB.unpack_from(buf, pos)
                 pos += 1
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -685,8 +673,8 @@ _C_Request__AlterConfigsResource = AlterConfigsRequest.AlterConfigsResource
 
 AlterConfigsRequest._FIELDS = (
     FieldInfo(
-        "resources",
-        "AlterConfigsResource",
+        'resources',
+        'AlterConfigsResource',
         _C_Request__AlterConfigsResource,
         True,
         VersionRange(0, 2),
@@ -695,18 +683,18 @@ AlterConfigsRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("validate_only", "bool", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('validate_only', 'bool', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 _C_Request__AlterableConfig._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("value", "string", None, False, VersionRange(0, 2), VersionRange(0, 32767), _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('value', 'string', None, False, VersionRange(0, 2), VersionRange(0, 32767), _NONE, None, False),
 )
 _C_Request__AlterConfigsResource._FIELDS = (
-    FieldInfo("resource_type", "int8", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("resource_name", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('resource_type', 'int8', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('resource_name', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "configs",
-        "AlterableConfig",
+        'configs',
+        'AlterableConfig',
         _C_Request__AlterableConfig,
         True,
         VersionRange(0, 2),
@@ -730,10 +718,10 @@ AlterConfigsRequest._WRITERS = {
 _C_Response__AlterConfigsResourceResponse = AlterConfigsResponse.AlterConfigsResourceResponse
 
 AlterConfigsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "responses",
-        "AlterConfigsResourceResponse",
+        'responses',
+        'AlterConfigsResourceResponse',
         _C_Response__AlterConfigsResourceResponse,
         True,
         VersionRange(0, 2),
@@ -744,10 +732,10 @@ AlterConfigsResponse._FIELDS = (
     ),
 )
 _C_Response__AlterConfigsResourceResponse._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 2),
@@ -756,8 +744,8 @@ _C_Response__AlterConfigsResourceResponse._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("resource_type", "int8", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("resource_name", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('resource_type', 'int8', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('resource_name', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 AlterConfigsResponse._READERS = {
     0: _r_AlterConfigsResponse_0,

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["AlterPartitionRequest", "AlterPartitionResponse"]
+__all__ = ['AlterPartitionRequest', 'AlterPartitionResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -35,8 +35,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class AlterPartitionRequest(KafkaRequest["AlterPartitionResponse"]):
-    __slots__ = ("broker_epoch", "broker_id", "topics")
+class AlterPartitionRequest(KafkaRequest['AlterPartitionResponse']):
+    __slots__ = ('broker_epoch', 'broker_id', 'topics')
 
     def __init__(
         self,
@@ -50,32 +50,33 @@ class AlterPartitionRequest(KafkaRequest["AlterPartitionResponse"]):
         self.topics = [] if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AlterPartitionRequest"
+    NAME = 'AlterPartitionRequest'
     API_KEY = 56
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("controller",)
+    LISTENERS = ('controller',)
     REMOVED_VERSIONS = VersionRange(0, 1)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class BrokerState(KafkaStruct):
-        __slots__ = ("broker_epoch", "broker_id")
+        __slots__ = ('broker_epoch', 'broker_id')
 
         def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1) -> None:
             self.broker_id = broker_id
             self.broker_epoch = broker_epoch
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class PartitionData(KafkaStruct):
         __slots__ = (
-            "leader_epoch",
-            "leader_recovery_state",
-            "new_isr",
-            "new_isr_with_epochs",
-            "partition_epoch",
-            "partition_index",
+            'leader_epoch',
+            'leader_recovery_state',
+            'new_isr',
+            'new_isr_with_epochs',
+            'partition_epoch',
+            'partition_index',
         )
 
         def __init__(
@@ -96,8 +97,9 @@ class AlterPartitionRequest(KafkaRequest["AlterPartitionResponse"]):
             self.partition_epoch = partition_epoch
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopicData(KafkaStruct):
-        __slots__ = ("partitions", "topic_id", "topic_name")
+        __slots__ = ('partitions', 'topic_id', 'topic_name')
 
         def __init__(
             self,
@@ -113,7 +115,7 @@ class AlterPartitionRequest(KafkaRequest["AlterPartitionResponse"]):
 
 
 class AlterPartitionResponse(KafkaMessage):
-    __slots__ = ("error_code", "throttle_time_ms", "topics")
+    __slots__ = ('error_code', 'throttle_time_ms', 'topics')
 
     def __init__(
         self,
@@ -127,24 +129,24 @@ class AlterPartitionResponse(KafkaMessage):
         self.topics = [] if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AlterPartitionResponse"
+    NAME = 'AlterPartitionResponse'
     API_KEY = 56
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
     REMOVED_VERSIONS = VersionRange(0, 1)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class PartitionData(KafkaStruct):
         __slots__ = (
-            "error_code",
-            "isr",
-            "leader_epoch",
-            "leader_id",
-            "leader_recovery_state",
-            "partition_epoch",
-            "partition_index",
+            'error_code',
+            'isr',
+            'leader_epoch',
+            'leader_id',
+            'leader_recovery_state',
+            'partition_epoch',
+            'partition_index',
         )
 
         def __init__(
@@ -167,8 +169,9 @@ class AlterPartitionResponse(KafkaMessage):
             self.partition_epoch = partition_epoch
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopicData(KafkaStruct):
-        __slots__ = ("partitions", "topic_id", "topic_name")
+        __slots__ = ('partitions', 'topic_id', 'topic_name')
 
         def __init__(
             self,
@@ -183,6 +186,7 @@ class AlterPartitionResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
 
+
 AlterPartitionRequest.RESPONSE_CLASS = AlterPartitionResponse
 
 
@@ -195,10 +199,7 @@ def _r_AlterPartitionRequest_0(buf: Any, pos: int) -> tuple[AlterPartitionReques
     u5: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_broker_id,
-            s1_broker_epoch,
-        ) = _F_iq.unpack_from(buf, pos)
+        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
         pos += 12
         n = buf[pos] - 1
         if n < 0x7F:
@@ -231,11 +232,7 @@ def _r_AlterPartitionRequest_0(buf: Any, pos: int) -> tuple[AlterPartitionReques
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_leader_epoch,
-                            c,
-                        ) = _F_iiB.unpack_from(buf, pos)
+                        (s5_partition_index, s5_leader_epoch, c,) = _F_iiB.unpack_from(buf, pos)
                         pos += 8
                         if c == 1:  # empty (offline replicas, mostly): no unpack
                             s5_new_isr = []
@@ -258,10 +255,7 @@ def _r_AlterPartitionRequest_0(buf: Any, pos: int) -> tuple[AlterPartitionReques
                                     pos = stop
                                 else:
                                     s5_new_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        (
-                            s5_partition_epoch,
-                            t5,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s5_partition_epoch, t5,) = _F_iB.unpack_from(buf, pos)
                         pos += 5
                         u5 = _NO_TAGS
                         if t5:
@@ -355,10 +349,7 @@ def _r_AlterPartitionRequest_1(buf: Any, pos: int) -> tuple[AlterPartitionReques
     u5: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_broker_id,
-            s1_broker_epoch,
-        ) = _F_iq.unpack_from(buf, pos)
+        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
         pos += 12
         n = buf[pos] - 1
         if n < 0x7F:
@@ -391,11 +382,7 @@ def _r_AlterPartitionRequest_1(buf: Any, pos: int) -> tuple[AlterPartitionReques
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_leader_epoch,
-                            c,
-                        ) = _F_iiB.unpack_from(buf, pos)
+                        (s5_partition_index, s5_leader_epoch, c,) = _F_iiB.unpack_from(buf, pos)
                         pos += 8
                         if c == 1:  # empty (offline replicas, mostly): no unpack
                             s5_new_isr = []
@@ -418,11 +405,7 @@ def _r_AlterPartitionRequest_1(buf: Any, pos: int) -> tuple[AlterPartitionReques
                                     pos = stop
                                 else:
                                     s5_new_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        (
-                            s5_leader_recovery_state,
-                            s5_partition_epoch,
-                            t5,
-                        ) = _F_biB.unpack_from(buf, pos)
+                        (s5_leader_recovery_state, s5_partition_epoch, t5,) = _F_biB.unpack_from(buf, pos)
                         pos += 6
                         u5 = _NO_TAGS
                         if t5:
@@ -516,10 +499,7 @@ def _r_AlterPartitionRequest_2(buf: Any, pos: int) -> tuple[AlterPartitionReques
     u5: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_broker_id,
-            s1_broker_epoch,
-        ) = _F_iq.unpack_from(buf, pos)
+        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
         pos += 12
         n = buf[pos] - 1
         if n < 0x7F:
@@ -550,11 +530,7 @@ def _r_AlterPartitionRequest_2(buf: Any, pos: int) -> tuple[AlterPartitionReques
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_leader_epoch,
-                            c,
-                        ) = _F_iiB.unpack_from(buf, pos)
+                        (s5_partition_index, s5_leader_epoch, c,) = _F_iiB.unpack_from(buf, pos)
                         pos += 8
                         if c == 1:  # empty (offline replicas, mostly): no unpack
                             s5_new_isr = []
@@ -577,11 +553,7 @@ def _r_AlterPartitionRequest_2(buf: Any, pos: int) -> tuple[AlterPartitionReques
                                     pos = stop
                                 else:
                                     s5_new_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        (
-                            s5_leader_recovery_state,
-                            s5_partition_epoch,
-                            t5,
-                        ) = _F_biB.unpack_from(buf, pos)
+                        (s5_leader_recovery_state, s5_partition_epoch, t5,) = _F_biB.unpack_from(buf, pos)
                         pos += 6
                         u5 = _NO_TAGS
                         if t5:
@@ -676,10 +648,7 @@ def _r_AlterPartitionRequest_3(buf: Any, pos: int) -> tuple[AlterPartitionReques
     u8: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_broker_id,
-            s1_broker_epoch,
-        ) = _F_iq.unpack_from(buf, pos)
+        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
         pos += 12
         n = buf[pos] - 1
         if n < 0x7F:
@@ -710,10 +679,7 @@ def _r_AlterPartitionRequest_3(buf: Any, pos: int) -> tuple[AlterPartitionReques
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_leader_epoch,
-                        ) = _F_ii.unpack_from(buf, pos)
+                        (s5_partition_index, s5_leader_epoch,) = _F_ii.unpack_from(buf, pos)
                         pos += 8
                         n = buf[pos] - 1
                         if n < 0x7F:
@@ -746,11 +712,7 @@ def _r_AlterPartitionRequest_3(buf: Any, pos: int) -> tuple[AlterPartitionReques
                                 s5_new_isr_with_epochs = []
                                 add6 = s5_new_isr_with_epochs.append
                                 for _ in range(n):
-                                    (
-                                        s8_broker_id,
-                                        s8_broker_epoch,
-                                        t8,
-                                    ) = _F_iqB.unpack_from(buf, pos)
+                                    (s8_broker_id, s8_broker_epoch, t8,) = _F_iqB.unpack_from(buf, pos)
                                     pos += 13
                                     u8 = _NO_TAGS
                                     if t8:
@@ -768,11 +730,7 @@ def _r_AlterPartitionRequest_3(buf: Any, pos: int) -> tuple[AlterPartitionReques
                                     o8.broker_epoch = s8_broker_epoch
                                     o8._unknown_tags = u8
                                     add6(o8)
-                        (
-                            s5_leader_recovery_state,
-                            s5_partition_epoch,
-                            t5,
-                        ) = _F_biB.unpack_from(buf, pos)
+                        (s5_leader_recovery_state, s5_partition_epoch, t5,) = _F_biB.unpack_from(buf, pos)
                         pos += 6
                         u5 = _NO_TAGS
                         if t5:
@@ -1075,10 +1033,7 @@ def _r_AlterPartitionResponse_0(buf: Any, pos: int) -> tuple[AlterPartitionRespo
     u5: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -1140,10 +1095,7 @@ def _r_AlterPartitionResponse_0(buf: Any, pos: int) -> tuple[AlterPartitionRespo
                                     pos = stop
                                 else:
                                     s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        (
-                            s5_partition_epoch,
-                            t5,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s5_partition_epoch, t5,) = _F_iB.unpack_from(buf, pos)
                         pos += 5
                         u5 = _NO_TAGS
                         if t5:
@@ -1238,10 +1190,7 @@ def _r_AlterPartitionResponse_1(buf: Any, pos: int) -> tuple[AlterPartitionRespo
     u5: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -1303,11 +1252,7 @@ def _r_AlterPartitionResponse_1(buf: Any, pos: int) -> tuple[AlterPartitionRespo
                                     pos = stop
                                 else:
                                     s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        (
-                            s5_leader_recovery_state,
-                            s5_partition_epoch,
-                            t5,
-                        ) = _F_biB.unpack_from(buf, pos)
+                        (s5_leader_recovery_state, s5_partition_epoch, t5,) = _F_biB.unpack_from(buf, pos)
                         pos += 6
                         u5 = _NO_TAGS
                         if t5:
@@ -1402,10 +1347,7 @@ def _r_AlterPartitionResponse_2(buf: Any, pos: int) -> tuple[AlterPartitionRespo
     u5: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -1465,11 +1407,7 @@ def _r_AlterPartitionResponse_2(buf: Any, pos: int) -> tuple[AlterPartitionRespo
                                     pos = stop
                                 else:
                                     s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        (
-                            s5_leader_recovery_state,
-                            s5_partition_epoch,
-                            t5,
-                        ) = _F_biB.unpack_from(buf, pos)
+                        (s5_leader_recovery_state, s5_partition_epoch, t5,) = _F_biB.unpack_from(buf, pos)
                         pos += 6
                         u5 = _NO_TAGS
                         if t5:
@@ -1702,11 +1640,11 @@ _C_Request__PartitionData = AlterPartitionRequest.PartitionData
 _C_Request__TopicData = AlterPartitionRequest.TopicData
 
 AlterPartitionRequest._FIELDS = (
-    FieldInfo("broker_id", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("broker_epoch", "int64", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('broker_epoch', 'int64', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "TopicData",
+        'topics',
+        'TopicData',
         _C_Request__TopicData,
         True,
         VersionRange(0, 3),
@@ -1717,16 +1655,16 @@ AlterPartitionRequest._FIELDS = (
     ),
 )
 _C_Request__BrokerState._FIELDS = (
-    FieldInfo("broker_id", "int32", None, False, VersionRange(3, 3), _NONE, _NONE, None, False),
-    FieldInfo("broker_epoch", "int64", None, False, VersionRange(3, 3), _NONE, _NONE, None, False),
+    FieldInfo('broker_id', 'int32', None, False, VersionRange(3, 3), _NONE, _NONE, None, False),
+    FieldInfo('broker_epoch', 'int64', None, False, VersionRange(3, 3), _NONE, _NONE, None, False),
 )
 _C_Request__PartitionData._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("new_isr", "int32", None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('new_isr', 'int32', None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "new_isr_with_epochs",
-        "BrokerState",
+        'new_isr_with_epochs',
+        'BrokerState',
         _C_Request__BrokerState,
         True,
         VersionRange(3, 3),
@@ -1735,15 +1673,15 @@ _C_Request__PartitionData._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("leader_recovery_state", "int8", None, False, VersionRange(1, 3), _NONE, _NONE, None, False),
-    FieldInfo("partition_epoch", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('leader_recovery_state', 'int8', None, False, VersionRange(1, 3), _NONE, _NONE, None, False),
+    FieldInfo('partition_epoch', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
 _C_Request__TopicData._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, True),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(2, 3), _NONE, _NONE, None, True),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, True),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(2, 3), _NONE, _NONE, None, True),
     FieldInfo(
-        "partitions",
-        "PartitionData",
+        'partitions',
+        'PartitionData',
         _C_Request__PartitionData,
         True,
         VersionRange(0, 3),
@@ -1770,11 +1708,11 @@ _C_Response__PartitionData = AlterPartitionResponse.PartitionData
 _C_Response__TopicData = AlterPartitionResponse.TopicData
 
 AlterPartitionResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "TopicData",
+        'topics',
+        'TopicData',
         _C_Response__TopicData,
         True,
         VersionRange(0, 3),
@@ -1785,20 +1723,20 @@ AlterPartitionResponse._FIELDS = (
     ),
 )
 _C_Response__PartitionData._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("leader_id", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("isr", "int32", None, True, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("leader_recovery_state", "int8", None, False, VersionRange(1, 3), _NONE, _NONE, None, True),
-    FieldInfo("partition_epoch", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('isr', 'int32', None, True, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('leader_recovery_state', 'int8', None, False, VersionRange(1, 3), _NONE, _NONE, None, True),
+    FieldInfo('partition_epoch', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
 _C_Response__TopicData._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, True),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(2, 3), _NONE, _NONE, None, True),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, True),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(2, 3), _NONE, _NONE, None, True),
     FieldInfo(
-        "partitions",
-        "PartitionData",
+        'partitions',
+        'PartitionData',
         _C_Response__PartitionData,
         True,
         VersionRange(0, 3),

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse"]
+__all__ = ['AlterPartitionReassignmentsRequest', 'AlterPartitionReassignmentsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -26,8 +26,8 @@ _K_i = _wire.COUNTED_ARRAYS["i"]
 _PC_i = _wire.COMPACT_PREFIXED["i"]
 
 
-class AlterPartitionReassignmentsRequest(KafkaRequest["AlterPartitionReassignmentsResponse"]):
-    __slots__ = ("allow_replication_factor_change", "timeout_ms", "topics")
+class AlterPartitionReassignmentsRequest(KafkaRequest['AlterPartitionReassignmentsResponse']):
+    __slots__ = ('allow_replication_factor_change', 'timeout_ms', 'topics')
 
     def __init__(
         self,
@@ -41,23 +41,24 @@ class AlterPartitionReassignmentsRequest(KafkaRequest["AlterPartitionReassignmen
         self.topics = [] if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AlterPartitionReassignmentsRequest"
+    NAME = 'AlterPartitionReassignmentsRequest'
     API_KEY = 45
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker", "controller")
+    LISTENERS = ('broker', 'controller')
 
     class ReassignablePartition(KafkaStruct):
-        __slots__ = ("partition_index", "replicas")
+        __slots__ = ('partition_index', 'replicas')
 
         def __init__(self, *, partition_index: int = 0, replicas: list[int] | None = None) -> None:
             self.partition_index = partition_index
             self.replicas = replicas
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class ReassignableTopic(KafkaStruct):
-        __slots__ = ("name", "partitions")
+        __slots__ = ('name', 'partitions')
 
         def __init__(
             self,
@@ -72,11 +73,11 @@ class AlterPartitionReassignmentsRequest(KafkaRequest["AlterPartitionReassignmen
 
 class AlterPartitionReassignmentsResponse(KafkaMessage):
     __slots__ = (
-        "allow_replication_factor_change",
-        "error_code",
-        "error_message",
-        "responses",
-        "throttle_time_ms",
+        'allow_replication_factor_change',
+        'error_code',
+        'error_message',
+        'responses',
+        'throttle_time_ms',
     )
 
     def __init__(
@@ -95,14 +96,14 @@ class AlterPartitionReassignmentsResponse(KafkaMessage):
         self.responses = [] if responses is _wire.DEFAULT else responses
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AlterPartitionReassignmentsResponse"
+    NAME = 'AlterPartitionReassignmentsResponse'
     API_KEY = 45
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class ReassignablePartitionResponse(KafkaStruct):
-        __slots__ = ("error_code", "error_message", "partition_index")
+        __slots__ = ('error_code', 'error_message', 'partition_index')
 
         def __init__(
             self,
@@ -116,8 +117,9 @@ class AlterPartitionReassignmentsResponse(KafkaMessage):
             self.error_message = error_message
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class ReassignableTopicResponse(KafkaStruct):
-        __slots__ = ("name", "partitions")
+        __slots__ = ('name', 'partitions')
 
         def __init__(
             self,
@@ -125,11 +127,12 @@ class AlterPartitionReassignmentsResponse(KafkaMessage):
             name: str = "",
             partitions: (
                 list[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse]
-            ) = _wire.DEFAULT,
+            )= _wire.DEFAULT,
         ) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 AlterPartitionReassignmentsRequest.RESPONSE_CLASS = AlterPartitionReassignmentsResponse
@@ -180,10 +183,7 @@ def _r_AlterPartitionReassignmentsRequest_0(
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            c,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s5_partition_index, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
                         if c == 1:  # empty (offline replicas, mostly): no unpack
                             s5_replicas = []
@@ -302,10 +302,7 @@ def _r_AlterPartitionReassignmentsRequest_1(
     u5: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_timeout_ms,
-            s1_allow_replication_factor_change,
-        ) = _F_io.unpack_from(buf, pos)
+        (s1_timeout_ms, s1_allow_replication_factor_change,) = _F_io.unpack_from(buf, pos)
         pos += 5
         n = buf[pos] - 1
         if n < 0x7F:
@@ -338,10 +335,7 @@ def _r_AlterPartitionReassignmentsRequest_1(
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            c,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s5_partition_index, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
                         if c == 1:  # empty (offline replicas, mostly): no unpack
                             s5_replicas = []
@@ -452,7 +446,7 @@ def _w_AlterPartitionReassignmentsRequest__ReassignablePartition_0(
         out += _F_i.pack(o.partition_index)
         x = o.replicas
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             n = len(x)
             if not n:
@@ -517,11 +511,7 @@ def _r_AlterPartitionReassignmentsResponse_0(
     u5: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -565,11 +555,7 @@ def _r_AlterPartitionReassignmentsResponse_0(
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_error_code,
-                            size,
-                        ) = _F_ihB.unpack_from(buf, pos)
+                        (s5_partition_index, s5_error_code, size,) = _F_ihB.unpack_from(buf, pos)
                         pos += 6
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -733,11 +719,7 @@ def _r_AlterPartitionReassignmentsResponse_1(
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_error_code,
-                            size,
-                        ) = _F_ihB.unpack_from(buf, pos)
+                        (s5_partition_index, s5_error_code, size,) = _F_ihB.unpack_from(buf, pos)
                         pos += 6
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -899,10 +881,10 @@ _C_Request__ReassignablePartition = AlterPartitionReassignmentsRequest.Reassigna
 _C_Request__ReassignableTopic = AlterPartitionReassignmentsRequest.ReassignableTopic
 
 AlterPartitionReassignmentsRequest._FIELDS = (
-    FieldInfo("timeout_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('timeout_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "allow_replication_factor_change",
-        "bool",
+        'allow_replication_factor_change',
+        'bool',
         None,
         False,
         VersionRange(1, 1),
@@ -912,8 +894,8 @@ AlterPartitionReassignmentsRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "topics",
-        "ReassignableTopic",
+        'topics',
+        'ReassignableTopic',
         _C_Request__ReassignableTopic,
         True,
         VersionRange(0, 1),
@@ -924,10 +906,10 @@ AlterPartitionReassignmentsRequest._FIELDS = (
     ),
 )
 _C_Request__ReassignablePartition._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "replicas",
-        "int32",
+        'replicas',
+        'int32',
         None,
         True,
         VersionRange(0, 1),
@@ -938,10 +920,10 @@ _C_Request__ReassignablePartition._FIELDS = (
     ),
 )
 _C_Request__ReassignableTopic._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "ReassignablePartition",
+        'partitions',
+        'ReassignablePartition',
         _C_Request__ReassignablePartition,
         True,
         VersionRange(0, 1),
@@ -964,10 +946,10 @@ _C_Response__ReassignablePartitionResponse = AlterPartitionReassignmentsResponse
 _C_Response__ReassignableTopicResponse = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
 
 AlterPartitionReassignmentsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "allow_replication_factor_change",
-        "bool",
+        'allow_replication_factor_change',
+        'bool',
         None,
         False,
         VersionRange(1, 1),
@@ -976,10 +958,10 @@ AlterPartitionReassignmentsResponse._FIELDS = (
         None,
         True,
     ),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -989,8 +971,8 @@ AlterPartitionReassignmentsResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "responses",
-        "ReassignableTopicResponse",
+        'responses',
+        'ReassignableTopicResponse',
         _C_Response__ReassignableTopicResponse,
         True,
         VersionRange(0, 1),
@@ -1001,11 +983,11 @@ AlterPartitionReassignmentsResponse._FIELDS = (
     ),
 )
 _C_Response__ReassignablePartitionResponse._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -1016,10 +998,10 @@ _C_Response__ReassignablePartitionResponse._FIELDS = (
     ),
 )
 _C_Response__ReassignableTopicResponse._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "ReassignablePartitionResponse",
+        'partitions',
+        'ReassignablePartitionResponse',
         _C_Response__ReassignablePartitionResponse,
         True,
         VersionRange(0, 1),

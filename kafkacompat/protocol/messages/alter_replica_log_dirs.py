@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["AlterReplicaLogDirsRequest", "AlterReplicaLogDirsResponse"]
+__all__ = ['AlterReplicaLogDirsRequest', 'AlterReplicaLogDirsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -23,36 +23,36 @@ _PC_i = _wire.COMPACT_PREFIXED["i"]
 _PI_i = _wire.CLASSIC_PREFIXED["i"]
 
 
-class AlterReplicaLogDirsRequest(KafkaRequest["AlterReplicaLogDirsResponse"]):
-    __slots__ = ("dirs",)
+class AlterReplicaLogDirsRequest(KafkaRequest['AlterReplicaLogDirsResponse']):
+    __slots__ = ('dirs',)
 
     def __init__(self, *, dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir] = _wire.DEFAULT) -> None:
         self.dirs = _wire.KeyedList() if dirs is _wire.DEFAULT else dirs
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AlterReplicaLogDirsRequest"
+    NAME = 'AlterReplicaLogDirsRequest'
     API_KEY = 34
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 0)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class AlterReplicaLogDirTopic(KafkaStruct):
-        __slots__ = ("name", "partitions")
+        __slots__ = ('name', 'partitions')
 
         def __init__(self, *, name: str = "", partitions: list[int] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
     class AlterReplicaLogDir(KafkaStruct):
-        __slots__ = ("path", "topics")
+        __slots__ = ('path', 'topics')
 
         def __init__(
             self,
@@ -64,11 +64,10 @@ class AlterReplicaLogDirsRequest(KafkaRequest["AlterReplicaLogDirsResponse"]):
             self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("path",)
-
+        MAP_KEY = ('path',)
 
 class AlterReplicaLogDirsResponse(KafkaMessage):
-    __slots__ = ("results", "throttle_time_ms")
+    __slots__ = ('results', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -80,25 +79,26 @@ class AlterReplicaLogDirsResponse(KafkaMessage):
         self.results = [] if results is _wire.DEFAULT else results
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AlterReplicaLogDirsResponse"
+    NAME = 'AlterReplicaLogDirsResponse'
     API_KEY = 34
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class AlterReplicaLogDirPartitionResult(KafkaStruct):
-        __slots__ = ("error_code", "partition_index")
+        __slots__ = ('error_code', 'partition_index')
 
         def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class AlterReplicaLogDirTopicResult(KafkaStruct):
-        __slots__ = ("partitions", "topic_name")
+        __slots__ = ('partitions', 'topic_name')
 
         def __init__(
             self,
@@ -109,6 +109,7 @@ class AlterReplicaLogDirsResponse(KafkaMessage):
             self.topic_name = topic_name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 AlterReplicaLogDirsRequest.RESPONSE_CLASS = AlterReplicaLogDirsResponse
@@ -362,7 +363,7 @@ def _w_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic_0(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -496,10 +497,7 @@ def _r_AlterReplicaLogDirsResponse_0(buf: Any, pos: int) -> tuple[AlterReplicaLo
                     s3_partitions = []
                     add4 = s3_partitions.append
                     if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_error_code,
-                        ) in _F_ih.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition_index, s5_error_code,) in _F_ih.iter_unpack(buf[pos:stop5]):
                             o5 = _new(_C_Response__AlterReplicaLogDirPartitionResult)
                             o5.partition_index = s5_partition_index
                             o5.error_code = s5_error_code
@@ -512,10 +510,7 @@ def _r_AlterReplicaLogDirsResponse_0(buf: Any, pos: int) -> tuple[AlterReplicaLo
                         s3_partitions = []
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_error_code,
-                            ) = _F_ih.unpack_from(buf, pos)
+                            (s6_partition_index, s6_error_code,) = _F_ih.unpack_from(buf, pos)
                             pos += 6
                             o6 = _new(_C_Response__AlterReplicaLogDirPartitionResult)
                             o6.partition_index = s6_partition_index
@@ -594,11 +589,7 @@ def _r_AlterReplicaLogDirsResponse_1(buf: Any, pos: int) -> tuple[AlterReplicaLo
                     s3_partitions = []
                     add4 = s3_partitions.append
                     if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_error_code,
-                            t5,
-                        ) in _F_ihB.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition_index, s5_error_code, t5,) in _F_ihB.iter_unpack(buf[pos:stop5]):
                             if t5:
                                 break
                             o5 = _new(_C_Response__AlterReplicaLogDirPartitionResult)
@@ -613,11 +604,7 @@ def _r_AlterReplicaLogDirsResponse_1(buf: Any, pos: int) -> tuple[AlterReplicaLo
                         s3_partitions = []
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_error_code,
-                                t6,
-                            ) = _F_ihB.unpack_from(buf, pos)
+                            (s6_partition_index, s6_error_code, t6,) = _F_ihB.unpack_from(buf, pos)
                             pos += 7
                             u6 = _NO_TAGS
                             if t6:
@@ -781,8 +768,8 @@ _C_Request__AlterReplicaLogDir = AlterReplicaLogDirsRequest.AlterReplicaLogDir
 
 AlterReplicaLogDirsRequest._FIELDS = (
     FieldInfo(
-        "dirs",
-        "AlterReplicaLogDir",
+        'dirs',
+        'AlterReplicaLogDir',
         _C_Request__AlterReplicaLogDir,
         True,
         VersionRange(0, 2),
@@ -793,14 +780,14 @@ AlterReplicaLogDirsRequest._FIELDS = (
     ),
 )
 _C_Request__AlterReplicaLogDirTopic._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("partitions", "int32", None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('partitions', 'int32', None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 _C_Request__AlterReplicaLogDir._FIELDS = (
-    FieldInfo("path", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('path', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "AlterReplicaLogDirTopic",
+        'topics',
+        'AlterReplicaLogDirTopic',
         _C_Request__AlterReplicaLogDirTopic,
         True,
         VersionRange(0, 2),
@@ -825,10 +812,10 @@ _C_Response__AlterReplicaLogDirPartitionResult = AlterReplicaLogDirsResponse.Alt
 _C_Response__AlterReplicaLogDirTopicResult = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
 
 AlterReplicaLogDirsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "results",
-        "AlterReplicaLogDirTopicResult",
+        'results',
+        'AlterReplicaLogDirTopicResult',
         _C_Response__AlterReplicaLogDirTopicResult,
         True,
         VersionRange(0, 2),
@@ -839,14 +826,14 @@ AlterReplicaLogDirsResponse._FIELDS = (
     ),
 )
 _C_Response__AlterReplicaLogDirPartitionResult._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 _C_Response__AlterReplicaLogDirTopicResult._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "AlterReplicaLogDirPartitionResult",
+        'partitions',
+        'AlterReplicaLogDirPartitionResult',
         _C_Response__AlterReplicaLogDirPartitionResult,
         True,
         VersionRange(0, 2),

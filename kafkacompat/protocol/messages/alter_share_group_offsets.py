@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["AlterShareGroupOffsetsRequest", "AlterShareGroupOffsetsResponse"]
+__all__ = ['AlterShareGroupOffsetsRequest', 'AlterShareGroupOffsetsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -25,8 +25,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class AlterShareGroupOffsetsRequest(KafkaRequest["AlterShareGroupOffsetsResponse"]):
-    __slots__ = ("group_id", "topics")
+class AlterShareGroupOffsetsRequest(KafkaRequest['AlterShareGroupOffsetsResponse']):
+    __slots__ = ('group_id', 'topics')
 
     def __init__(
         self,
@@ -38,23 +38,24 @@ class AlterShareGroupOffsetsRequest(KafkaRequest["AlterShareGroupOffsetsResponse
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AlterShareGroupOffsetsRequest"
+    NAME = 'AlterShareGroupOffsetsRequest'
     API_KEY = 91
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
 
     class AlterShareGroupOffsetsRequestPartition(KafkaStruct):
-        __slots__ = ("partition_index", "start_offset")
+        __slots__ = ('partition_index', 'start_offset')
 
         def __init__(self, *, partition_index: int = 0, start_offset: int = 0) -> None:
             self.partition_index = partition_index
             self.start_offset = start_offset
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class AlterShareGroupOffsetsRequestTopic(KafkaStruct):
-        __slots__ = ("partitions", "topic_name")
+        __slots__ = ('partitions', 'topic_name')
 
         def __init__(
             self,
@@ -62,17 +63,16 @@ class AlterShareGroupOffsetsRequest(KafkaRequest["AlterShareGroupOffsetsResponse
             topic_name: str = "",
             partitions: (
                 list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition]
-            ) = _wire.DEFAULT,
+            )= _wire.DEFAULT,
         ) -> None:
             self.topic_name = topic_name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("topic_name",)
-
+        MAP_KEY = ('topic_name',)
 
 class AlterShareGroupOffsetsResponse(KafkaMessage):
-    __slots__ = ("error_code", "error_message", "responses", "throttle_time_ms")
+    __slots__ = ('error_code', 'error_message', 'responses', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -88,14 +88,14 @@ class AlterShareGroupOffsetsResponse(KafkaMessage):
         self.responses = _wire.KeyedList() if responses is _wire.DEFAULT else responses
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AlterShareGroupOffsetsResponse"
+    NAME = 'AlterShareGroupOffsetsResponse'
     API_KEY = 91
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class AlterShareGroupOffsetsResponsePartition(KafkaStruct):
-        __slots__ = ("error_code", "error_message", "partition_index")
+        __slots__ = ('error_code', 'error_message', 'partition_index')
 
         def __init__(
             self,
@@ -109,8 +109,9 @@ class AlterShareGroupOffsetsResponse(KafkaMessage):
             self.error_message = error_message
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class AlterShareGroupOffsetsResponseTopic(KafkaStruct):
-        __slots__ = ("partitions", "topic_id", "topic_name")
+        __slots__ = ('partitions', 'topic_id', 'topic_name')
 
         def __init__(
             self,
@@ -119,14 +120,14 @@ class AlterShareGroupOffsetsResponse(KafkaMessage):
             topic_id: uuid.UUID = _wire.ZERO_UUID,
             partitions: (
                 list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition]
-            ) = _wire.DEFAULT,
+            )= _wire.DEFAULT,
         ) -> None:
             self.topic_name = topic_name
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("topic_name",)
+        MAP_KEY = ('topic_name',)
 
 
 AlterShareGroupOffsetsRequest.RESPONSE_CLASS = AlterShareGroupOffsetsResponse
@@ -181,11 +182,7 @@ def _r_AlterShareGroupOffsetsRequest_0(buf: Any, pos: int) -> tuple[AlterShareGr
                     s3_partitions = []
                     add4 = s3_partitions.append
                     if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_start_offset,
-                            t5,
-                        ) in _F_iqB.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition_index, s5_start_offset, t5,) in _F_iqB.iter_unpack(buf[pos:stop5]):
                             if t5:
                                 break
                             o5 = _new(_C_Request__AlterShareGroupOffsetsRequestPartition)
@@ -200,11 +197,7 @@ def _r_AlterShareGroupOffsetsRequest_0(buf: Any, pos: int) -> tuple[AlterShareGr
                         s3_partitions = []
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_start_offset,
-                                t6,
-                            ) = _F_iqB.unpack_from(buf, pos)
+                            (s6_partition_index, s6_start_offset, t6,) = _F_iqB.unpack_from(buf, pos)
                             pos += 13
                             u6 = _NO_TAGS
                             if t6:
@@ -349,11 +342,7 @@ def _r_AlterShareGroupOffsetsResponse_0(buf: Any, pos: int) -> tuple[AlterShareG
     u5: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -404,11 +393,7 @@ def _r_AlterShareGroupOffsetsResponse_0(buf: Any, pos: int) -> tuple[AlterShareG
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_error_code,
-                            size,
-                        ) = _F_ihB.unpack_from(buf, pos)
+                        (s5_partition_index, s5_error_code, size,) = _F_ihB.unpack_from(buf, pos)
                         pos += 6
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -576,10 +561,10 @@ _C_Request__AlterShareGroupOffsetsRequestTopic = (
 )
 
 AlterShareGroupOffsetsRequest._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "AlterShareGroupOffsetsRequestTopic",
+        'topics',
+        'AlterShareGroupOffsetsRequestTopic',
         _C_Request__AlterShareGroupOffsetsRequestTopic,
         True,
         VersionRange(0, 0),
@@ -590,14 +575,14 @@ AlterShareGroupOffsetsRequest._FIELDS = (
     ),
 )
 _C_Request__AlterShareGroupOffsetsRequestPartition._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("start_offset", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('start_offset', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_Request__AlterShareGroupOffsetsRequestTopic._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "AlterShareGroupOffsetsRequestPartition",
+        'partitions',
+        'AlterShareGroupOffsetsRequestPartition',
         _C_Request__AlterShareGroupOffsetsRequestPartition,
         True,
         VersionRange(0, 0),
@@ -618,11 +603,11 @@ _C_Response__AlterShareGroupOffsetsResponseTopic = (
 )
 
 AlterShareGroupOffsetsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 0),
@@ -632,8 +617,8 @@ AlterShareGroupOffsetsResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "responses",
-        "AlterShareGroupOffsetsResponseTopic",
+        'responses',
+        'AlterShareGroupOffsetsResponseTopic',
         _C_Response__AlterShareGroupOffsetsResponseTopic,
         True,
         VersionRange(0, 0),
@@ -644,11 +629,11 @@ AlterShareGroupOffsetsResponse._FIELDS = (
     ),
 )
 _C_Response__AlterShareGroupOffsetsResponsePartition._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 0),
@@ -659,11 +644,11 @@ _C_Response__AlterShareGroupOffsetsResponsePartition._FIELDS = (
     ),
 )
 _C_Response__AlterShareGroupOffsetsResponseTopic._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "AlterShareGroupOffsetsResponsePartition",
+        'partitions',
+        'AlterShareGroupOffsetsResponsePartition',
         _C_Response__AlterShareGroupOffsetsResponsePartition,
         True,
         VersionRange(0, 0),

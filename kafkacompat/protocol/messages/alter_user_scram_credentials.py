@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["AlterUserScramCredentialsRequest", "AlterUserScramCredentialsResponse"]
+__all__ = ['AlterUserScramCredentialsRequest', 'AlterUserScramCredentialsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -22,8 +22,8 @@ _F_i = struct.Struct(">i")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class AlterUserScramCredentialsRequest(KafkaRequest["AlterUserScramCredentialsResponse"]):
-    __slots__ = ("deletions", "upsertions")
+class AlterUserScramCredentialsRequest(KafkaRequest['AlterUserScramCredentialsResponse']):
+    __slots__ = ('deletions', 'upsertions')
 
     def __init__(
         self,
@@ -35,23 +35,24 @@ class AlterUserScramCredentialsRequest(KafkaRequest["AlterUserScramCredentialsRe
         self.upsertions = [] if upsertions is _wire.DEFAULT else upsertions
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AlterUserScramCredentialsRequest"
+    NAME = 'AlterUserScramCredentialsRequest'
     API_KEY = 51
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker", "controller")
+    LISTENERS = ('broker', 'controller')
 
     class ScramCredentialDeletion(KafkaStruct):
-        __slots__ = ("mechanism", "name")
+        __slots__ = ('mechanism', 'name')
 
         def __init__(self, *, name: str = "", mechanism: int = 0) -> None:
             self.name = name
             self.mechanism = mechanism
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class ScramCredentialUpsertion(KafkaStruct):
-        __slots__ = ("iterations", "mechanism", "name", "salt", "salted_password")
+        __slots__ = ('iterations', 'mechanism', 'name', 'salt', 'salted_password')
 
         def __init__(
             self,
@@ -71,7 +72,7 @@ class AlterUserScramCredentialsRequest(KafkaRequest["AlterUserScramCredentialsRe
 
 
 class AlterUserScramCredentialsResponse(KafkaMessage):
-    __slots__ = ("results", "throttle_time_ms")
+    __slots__ = ('results', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -83,20 +84,21 @@ class AlterUserScramCredentialsResponse(KafkaMessage):
         self.results = [] if results is _wire.DEFAULT else results
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AlterUserScramCredentialsResponse"
+    NAME = 'AlterUserScramCredentialsResponse'
     API_KEY = 51
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class AlterUserScramCredentialsResult(KafkaStruct):
-        __slots__ = ("error_code", "error_message", "user")
+        __slots__ = ('error_code', 'error_message', 'user')
 
         def __init__(self, *, user: str = "", error_code: int = 0, error_message: str | None = "") -> None:
             self.user = user
             self.error_code = error_code
             self.error_message = error_message
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 AlterUserScramCredentialsRequest.RESPONSE_CLASS = AlterUserScramCredentialsResponse
@@ -130,10 +132,7 @@ def _r_AlterUserScramCredentialsRequest_0(buf: Any, pos: int) -> tuple[AlterUser
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (
-                    s3_mechanism,
-                    t3,
-                ) = _F_bB.unpack_from(buf, pos)
+                (s3_mechanism, t3,) = _F_bB.unpack_from(buf, pos)
                 pos += 2
                 u3 = _NO_TAGS
                 if t3:
@@ -171,10 +170,7 @@ def _r_AlterUserScramCredentialsRequest_0(buf: Any, pos: int) -> tuple[AlterUser
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (
-                    s5_mechanism,
-                    s5_iterations,
-                ) = _F_bi.unpack_from(buf, pos)
+                (s5_mechanism, s5_iterations,) = _F_bi.unpack_from(buf, pos)
                 pos += 5
                 s5_salt, pos = _wire.read_compact_bytes(buf, pos)
                 if s5_salt is None:
@@ -343,10 +339,7 @@ def _r_AlterUserScramCredentialsResponse_0(
                     pos = stop
                 else:
                     s3_user, pos = _wire.read_compact_text(buf, pos, "user")
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -457,8 +450,8 @@ _C_Request__ScramCredentialUpsertion = AlterUserScramCredentialsRequest.ScramCre
 
 AlterUserScramCredentialsRequest._FIELDS = (
     FieldInfo(
-        "deletions",
-        "ScramCredentialDeletion",
+        'deletions',
+        'ScramCredentialDeletion',
         _C_Request__ScramCredentialDeletion,
         True,
         VersionRange(0, 0),
@@ -468,8 +461,8 @@ AlterUserScramCredentialsRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "upsertions",
-        "ScramCredentialUpsertion",
+        'upsertions',
+        'ScramCredentialUpsertion',
         _C_Request__ScramCredentialUpsertion,
         True,
         VersionRange(0, 0),
@@ -480,15 +473,15 @@ AlterUserScramCredentialsRequest._FIELDS = (
     ),
 )
 _C_Request__ScramCredentialDeletion._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("mechanism", "int8", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('mechanism', 'int8', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_Request__ScramCredentialUpsertion._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("mechanism", "int8", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("iterations", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("salt", "bytes", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("salted_password", "bytes", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('mechanism', 'int8', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('iterations', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('salt', 'bytes', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('salted_password', 'bytes', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 AlterUserScramCredentialsRequest._READERS = {0: _r_AlterUserScramCredentialsRequest_0}
 AlterUserScramCredentialsRequest._WRITERS = {0: _w_AlterUserScramCredentialsRequest_0}
@@ -498,10 +491,10 @@ _C_Response__AlterUserScramCredentialsResult = (
 )
 
 AlterUserScramCredentialsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "results",
-        "AlterUserScramCredentialsResult",
+        'results',
+        'AlterUserScramCredentialsResult',
         _C_Response__AlterUserScramCredentialsResult,
         True,
         VersionRange(0, 0),
@@ -512,11 +505,11 @@ AlterUserScramCredentialsResponse._FIELDS = (
     ),
 )
 _C_Response__AlterUserScramCredentialsResult._FIELDS = (
-    FieldInfo("user", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('user', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 0),

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ApiVersionsRequest", "ApiVersionsResponse"]
+__all__ = ['ApiVersionsRequest', 'ApiVersionsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -25,8 +25,8 @@ _F_q = struct.Struct(">q")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class ApiVersionsRequest(KafkaRequest["ApiVersionsResponse"]):
-    __slots__ = ("client_software_name", "client_software_version", "cluster_id", "node_id")
+class ApiVersionsRequest(KafkaRequest['ApiVersionsResponse']):
+    __slots__ = ('client_software_name', 'client_software_version', 'cluster_id', 'node_id')
 
     def __init__(
         self,
@@ -42,23 +42,22 @@ class ApiVersionsRequest(KafkaRequest["ApiVersionsResponse"]):
         self.node_id = node_id
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ApiVersionsRequest"
+    NAME = 'ApiVersionsRequest'
     API_KEY = 18
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 5)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
-    LISTENERS = ("broker", "controller")
-
+    LISTENERS = ('broker', 'controller')
 
 class ApiVersionsResponse(KafkaMessage):
     __slots__ = (
-        "api_keys",
-        "error_code",
-        "finalized_features",
-        "finalized_features_epoch",
-        "supported_features",
-        "throttle_time_ms",
-        "zk_migration_ready",
+        'api_keys',
+        'error_code',
+        'finalized_features',
+        'finalized_features_epoch',
+        'supported_features',
+        'throttle_time_ms',
+        'zk_migration_ready',
     )
 
     def __init__(
@@ -76,23 +75,27 @@ class ApiVersionsResponse(KafkaMessage):
         self.api_keys = _wire.KeyedList() if api_keys is _wire.DEFAULT else api_keys
         self.throttle_time_ms = throttle_time_ms
         self.supported_features = (
-            _wire.KeyedList() if supported_features is _wire.DEFAULT else supported_features
+            _wire.KeyedList()
+            if supported_features is _wire.DEFAULT
+            else supported_features
         )
         self.finalized_features_epoch = finalized_features_epoch
         self.finalized_features = (
-            _wire.KeyedList() if finalized_features is _wire.DEFAULT else finalized_features
+            _wire.KeyedList()
+            if finalized_features is _wire.DEFAULT
+            else finalized_features
         )
         self.zk_migration_ready = zk_migration_ready
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ApiVersionsResponse"
+    NAME = 'ApiVersionsResponse'
     API_KEY = 18
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 5)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
 
     class ApiVersion(KafkaStruct):
-        __slots__ = ("api_key", "max_version", "min_version")
+        __slots__ = ('api_key', 'max_version', 'min_version')
 
         def __init__(self, *, api_key: int = 0, min_version: int = 0, max_version: int = 0) -> None:
             self.api_key = api_key
@@ -100,10 +103,10 @@ class ApiVersionsResponse(KafkaMessage):
             self.max_version = max_version
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("api_key",)
+        MAP_KEY = ('api_key',)
 
     class SupportedFeatureKey(KafkaStruct):
-        __slots__ = ("max_version", "min_version", "name")
+        __slots__ = ('max_version', 'min_version', 'name')
 
         def __init__(self, *, name: str = "", min_version: int = 0, max_version: int = 0) -> None:
             self.name = name
@@ -111,10 +114,10 @@ class ApiVersionsResponse(KafkaMessage):
             self.max_version = max_version
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
     class FinalizedFeatureKey(KafkaStruct):
-        __slots__ = ("max_version_level", "min_version_level", "name")
+        __slots__ = ('max_version_level', 'min_version_level', 'name')
 
         def __init__(self, *, name: str = "", max_version_level: int = 0, min_version_level: int = 0) -> None:
             self.name = name
@@ -122,7 +125,7 @@ class ApiVersionsResponse(KafkaMessage):
             self.min_version_level = min_version_level
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
 
 ApiVersionsRequest.RESPONSE_CLASS = ApiVersionsResponse
@@ -254,10 +257,7 @@ def _r_ApiVersionsRequest_2(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int
             pos += 1
         else:
             s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_node_id,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_node_id, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -332,11 +332,7 @@ def _r_ApiVersionsResponse_0(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
             s1_api_keys = _wire.KeyedList()
             add2 = s1_api_keys.append
             if stop3 <= buflen:
-                for (
-                    s3_api_key,
-                    s3_min_version,
-                    s3_max_version,
-                ) in _F_hhh.iter_unpack(buf[pos:stop3]):
+                for (s3_api_key, s3_min_version, s3_max_version,) in _F_hhh.iter_unpack(buf[pos:stop3]):
                     o3 = _new(_C_Response__ApiVersion)
                     o3.api_key = s3_api_key
                     o3.min_version = s3_min_version
@@ -350,11 +346,7 @@ def _r_ApiVersionsResponse_0(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                 s1_api_keys = _wire.KeyedList()
                 add2 = s1_api_keys.append
                 for _ in range(n):
-                    (
-                        s4_api_key,
-                        s4_min_version,
-                        s4_max_version,
-                    ) = _F_hhh.unpack_from(buf, pos)
+                    (s4_api_key, s4_min_version, s4_max_version,) = _F_hhh.unpack_from(buf, pos)
                     pos += 6
                     o4 = _new(_C_Response__ApiVersion)
                     o4.api_key = s4_api_key
@@ -406,11 +398,7 @@ def _r_ApiVersionsResponse_1(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
             s1_api_keys = _wire.KeyedList()
             add2 = s1_api_keys.append
             if stop3 <= buflen:
-                for (
-                    s3_api_key,
-                    s3_min_version,
-                    s3_max_version,
-                ) in _F_hhh.iter_unpack(buf[pos:stop3]):
+                for (s3_api_key, s3_min_version, s3_max_version,) in _F_hhh.iter_unpack(buf[pos:stop3]):
                     o3 = _new(_C_Response__ApiVersion)
                     o3.api_key = s3_api_key
                     o3.min_version = s3_min_version
@@ -424,11 +412,7 @@ def _r_ApiVersionsResponse_1(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                 s1_api_keys = _wire.KeyedList()
                 add2 = s1_api_keys.append
                 for _ in range(n):
-                    (
-                        s4_api_key,
-                        s4_min_version,
-                        s4_max_version,
-                    ) = _F_hhh.unpack_from(buf, pos)
+                    (s4_api_key, s4_min_version, s4_max_version,) = _F_hhh.unpack_from(buf, pos)
                     pos += 6
                     o4 = _new(_C_Response__ApiVersion)
                     o4.api_key = s4_api_key
@@ -493,12 +477,7 @@ def _r_ApiVersionsResponse_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
             s1_api_keys = _wire.KeyedList()
             add2 = s1_api_keys.append
             if stop3 <= buflen:
-                for (
-                    s3_api_key,
-                    s3_min_version,
-                    s3_max_version,
-                    t3,
-                ) in _F_hhhB.iter_unpack(buf[pos:stop3]):
+                for (s3_api_key, s3_min_version, s3_max_version, t3,) in _F_hhhB.iter_unpack(buf[pos:stop3]):
                     if t3:
                         break
                     o3 = _new(_C_Response__ApiVersion)
@@ -514,12 +493,7 @@ def _r_ApiVersionsResponse_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                 s1_api_keys = _wire.KeyedList()
                 add2 = s1_api_keys.append
                 for _ in range(n):
-                    (
-                        s4_api_key,
-                        s4_min_version,
-                        s4_max_version,
-                        t4,
-                    ) = _F_hhhB.unpack_from(buf, pos)
+                    (s4_api_key, s4_min_version, s4_max_version, t4,) = _F_hhhB.unpack_from(buf, pos)
                     pos += 7
                     u4 = _NO_TAGS
                     if t4:
@@ -576,11 +550,7 @@ def _r_ApiVersionsResponse_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                                 pos = stop
                             else:
                                 s6_name, pos = _wire.read_compact_text(buf, pos, "name")
-                            (
-                                s6_min_version,
-                                s6_max_version,
-                                t6,
-                            ) = _F_hhB.unpack_from(buf, pos)
+                            (s6_min_version, s6_max_version, t6,) = _F_hhB.unpack_from(buf, pos)
                             pos += 5
                             u6 = _NO_TAGS
                             if t6:
@@ -636,11 +606,7 @@ def _r_ApiVersionsResponse_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                                 pos = stop
                             else:
                                 s8_name, pos = _wire.read_compact_text(buf, pos, "name")
-                            (
-                                s8_max_version_level,
-                                s8_min_version_level,
-                                t8,
-                            ) = _F_hhB.unpack_from(buf, pos)
+                            (s8_max_version_level, s8_min_version_level, t8,) = _F_hhB.unpack_from(buf, pos)
                             pos += 5
                             u8 = _NO_TAGS
                             if t8:
@@ -818,12 +784,13 @@ def _w_ApiVersionsResponse__FinalizedFeatureKey_0(
         raise EncodeError(f"cannot write FinalizedFeatureKey: {exc}") from None
 
 
+
 ApiVersionsRequest._FIELDS = (
-    FieldInfo("client_software_name", "string", None, False, VersionRange(3, 5), _NONE, _NONE, None, True),
-    FieldInfo("client_software_version", "string", None, False, VersionRange(3, 5), _NONE, _NONE, None, True),
+    FieldInfo('client_software_name', 'string', None, False, VersionRange(3, 5), _NONE, _NONE, None, True),
+    FieldInfo('client_software_version', 'string', None, False, VersionRange(3, 5), _NONE, _NONE, None, True),
     FieldInfo(
-        "cluster_id",
-        "string",
+        'cluster_id',
+        'string',
         None,
         False,
         VersionRange(5, 5),
@@ -832,7 +799,7 @@ ApiVersionsRequest._FIELDS = (
         None,
         True,
     ),
-    FieldInfo("node_id", "int32", None, False, VersionRange(5, 5), _NONE, _NONE, None, True),
+    FieldInfo('node_id', 'int32', None, False, VersionRange(5, 5), _NONE, _NONE, None, True),
 )
 ApiVersionsRequest._READERS = {
     0: _r_ApiVersionsRequest_0,
@@ -856,10 +823,10 @@ _C_Response__SupportedFeatureKey = ApiVersionsResponse.SupportedFeatureKey
 _C_Response__FinalizedFeatureKey = ApiVersionsResponse.FinalizedFeatureKey
 
 ApiVersionsResponse._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
     FieldInfo(
-        "api_keys",
-        "ApiVersion",
+        'api_keys',
+        'ApiVersion',
         _C_Response__ApiVersion,
         True,
         VersionRange(0, 5),
@@ -868,10 +835,10 @@ ApiVersionsResponse._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(1, 5), _NONE, _NONE, None, True),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(1, 5), _NONE, _NONE, None, True),
     FieldInfo(
-        "supported_features",
-        "SupportedFeatureKey",
+        'supported_features',
+        'SupportedFeatureKey',
         _C_Response__SupportedFeatureKey,
         True,
         VersionRange(3, 5),
@@ -881,8 +848,8 @@ ApiVersionsResponse._FIELDS = (
         True,
     ),
     FieldInfo(
-        "finalized_features_epoch",
-        "int64",
+        'finalized_features_epoch',
+        'int64',
         None,
         False,
         VersionRange(3, 5),
@@ -892,8 +859,8 @@ ApiVersionsResponse._FIELDS = (
         True,
     ),
     FieldInfo(
-        "finalized_features",
-        "FinalizedFeatureKey",
+        'finalized_features',
+        'FinalizedFeatureKey',
         _C_Response__FinalizedFeatureKey,
         True,
         VersionRange(3, 5),
@@ -903,8 +870,8 @@ ApiVersionsResponse._FIELDS = (
         True,
     ),
     FieldInfo(
-        "zk_migration_ready",
-        "bool",
+        'zk_migration_ready',
+        'bool',
         None,
         False,
         VersionRange(3, 5),
@@ -915,19 +882,19 @@ ApiVersionsResponse._FIELDS = (
     ),
 )
 _C_Response__ApiVersion._FIELDS = (
-    FieldInfo("api_key", "int16", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("min_version", "int16", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("max_version", "int16", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('api_key', 'int16', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('min_version', 'int16', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('max_version', 'int16', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
 )
 _C_Response__SupportedFeatureKey._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(3, 5), _NONE, _NONE, None, False),
-    FieldInfo("min_version", "int16", None, False, VersionRange(3, 5), _NONE, _NONE, None, False),
-    FieldInfo("max_version", "int16", None, False, VersionRange(3, 5), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(3, 5), _NONE, _NONE, None, False),
+    FieldInfo('min_version', 'int16', None, False, VersionRange(3, 5), _NONE, _NONE, None, False),
+    FieldInfo('max_version', 'int16', None, False, VersionRange(3, 5), _NONE, _NONE, None, False),
 )
 _C_Response__FinalizedFeatureKey._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(3, 5), _NONE, _NONE, None, False),
-    FieldInfo("max_version_level", "int16", None, False, VersionRange(3, 5), _NONE, _NONE, None, False),
-    FieldInfo("min_version_level", "int16", None, False, VersionRange(3, 5), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(3, 5), _NONE, _NONE, None, False),
+    FieldInfo('max_version_level', 'int16', None, False, VersionRange(3, 5), _NONE, _NONE, None, False),
+    FieldInfo('min_version_level', 'int16', None, False, VersionRange(3, 5), _NONE, _NONE, None, False),
 )
 ApiVersionsResponse._READERS = {
     0: _r_ApiVersionsResponse_0,

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["AssignReplicasToDirsRequest", "AssignReplicasToDirsResponse"]
+__all__ = ['AssignReplicasToDirsRequest', 'AssignReplicasToDirsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -26,8 +26,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class AssignReplicasToDirsRequest(KafkaRequest["AssignReplicasToDirsResponse"]):
-    __slots__ = ("broker_epoch", "broker_id", "directories")
+class AssignReplicasToDirsRequest(KafkaRequest['AssignReplicasToDirsResponse']):
+    __slots__ = ('broker_epoch', 'broker_id', 'directories')
 
     def __init__(
         self,
@@ -41,22 +41,23 @@ class AssignReplicasToDirsRequest(KafkaRequest["AssignReplicasToDirsResponse"]):
         self.directories = [] if directories is _wire.DEFAULT else directories
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AssignReplicasToDirsRequest"
+    NAME = 'AssignReplicasToDirsRequest'
     API_KEY = 73
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("controller",)
+    LISTENERS = ('controller',)
 
     class PartitionData(KafkaStruct):
-        __slots__ = ("partition_index",)
+        __slots__ = ('partition_index',)
 
         def __init__(self, *, partition_index: int = 0) -> None:
             self.partition_index = partition_index
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopicData(KafkaStruct):
-        __slots__ = ("partitions", "topic_id")
+        __slots__ = ('partitions', 'topic_id')
 
         def __init__(
             self,
@@ -68,8 +69,9 @@ class AssignReplicasToDirsRequest(KafkaRequest["AssignReplicasToDirsResponse"]):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class DirectoryData(KafkaStruct):
-        __slots__ = ("id", "topics")
+        __slots__ = ('id', 'topics')
 
         def __init__(
             self,
@@ -83,7 +85,7 @@ class AssignReplicasToDirsRequest(KafkaRequest["AssignReplicasToDirsResponse"]):
 
 
 class AssignReplicasToDirsResponse(KafkaMessage):
-    __slots__ = ("directories", "error_code", "throttle_time_ms")
+    __slots__ = ('directories', 'error_code', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -97,22 +99,23 @@ class AssignReplicasToDirsResponse(KafkaMessage):
         self.directories = [] if directories is _wire.DEFAULT else directories
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "AssignReplicasToDirsResponse"
+    NAME = 'AssignReplicasToDirsResponse'
     API_KEY = 73
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class PartitionData(KafkaStruct):
-        __slots__ = ("error_code", "partition_index")
+        __slots__ = ('error_code', 'partition_index')
 
         def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopicData(KafkaStruct):
-        __slots__ = ("partitions", "topic_id")
+        __slots__ = ('partitions', 'topic_id')
 
         def __init__(
             self,
@@ -124,8 +127,9 @@ class AssignReplicasToDirsResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class DirectoryData(KafkaStruct):
-        __slots__ = ("id", "topics")
+        __slots__ = ('id', 'topics')
 
         def __init__(
             self,
@@ -136,6 +140,7 @@ class AssignReplicasToDirsResponse(KafkaMessage):
             self.id = id
             self.topics = [] if topics is _wire.DEFAULT else topics
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 AssignReplicasToDirsRequest.RESPONSE_CLASS = AssignReplicasToDirsResponse
@@ -151,10 +156,7 @@ def _r_AssignReplicasToDirsRequest_0(buf: Any, pos: int) -> tuple[AssignReplicas
     u8: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_broker_id,
-            s1_broker_epoch,
-        ) = _F_iq.unpack_from(buf, pos)
+        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
         pos += 12
         n = buf[pos] - 1
         if n < 0x7F:
@@ -204,10 +206,7 @@ def _r_AssignReplicasToDirsRequest_0(buf: Any, pos: int) -> tuple[AssignReplicas
                             s5_partitions = []
                             add6 = s5_partitions.append
                             if stop7 <= buflen:
-                                for (
-                                    s7_partition_index,
-                                    t7,
-                                ) in _F_iB.iter_unpack(buf[pos:stop7]):
+                                for (s7_partition_index, t7,) in _F_iB.iter_unpack(buf[pos:stop7]):
                                     if t7:
                                         break
                                     o7 = _new(_C_Request__PartitionData)
@@ -221,10 +220,7 @@ def _r_AssignReplicasToDirsRequest_0(buf: Any, pos: int) -> tuple[AssignReplicas
                                 s5_partitions = []
                                 add6 = s5_partitions.append
                                 for _ in range(n):
-                                    (
-                                        s8_partition_index,
-                                        t8,
-                                    ) = _F_iB.unpack_from(buf, pos)
+                                    (s8_partition_index, t8,) = _F_iB.unpack_from(buf, pos)
                                     pos += 5
                                     u8 = _NO_TAGS
                                     if t8:
@@ -398,10 +394,7 @@ def _r_AssignReplicasToDirsResponse_0(buf: Any, pos: int) -> tuple[AssignReplica
     u8: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -470,11 +463,7 @@ def _r_AssignReplicasToDirsResponse_0(buf: Any, pos: int) -> tuple[AssignReplica
                                 s5_partitions = []
                                 add6 = s5_partitions.append
                                 for _ in range(n):
-                                    (
-                                        s8_partition_index,
-                                        s8_error_code,
-                                        t8,
-                                    ) = _F_ihB.unpack_from(buf, pos)
+                                    (s8_partition_index, s8_error_code, t8,) = _F_ihB.unpack_from(buf, pos)
                                     pos += 7
                                     u8 = _NO_TAGS
                                     if t8:
@@ -644,11 +633,11 @@ _C_Request__TopicData = AssignReplicasToDirsRequest.TopicData
 _C_Request__DirectoryData = AssignReplicasToDirsRequest.DirectoryData
 
 AssignReplicasToDirsRequest._FIELDS = (
-    FieldInfo("broker_id", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("broker_epoch", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('broker_epoch', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "directories",
-        "DirectoryData",
+        'directories',
+        'DirectoryData',
         _C_Request__DirectoryData,
         True,
         VersionRange(0, 0),
@@ -659,13 +648,13 @@ AssignReplicasToDirsRequest._FIELDS = (
     ),
 )
 _C_Request__PartitionData._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_Request__TopicData._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionData",
+        'partitions',
+        'PartitionData',
         _C_Request__PartitionData,
         True,
         VersionRange(0, 0),
@@ -676,10 +665,10 @@ _C_Request__TopicData._FIELDS = (
     ),
 )
 _C_Request__DirectoryData._FIELDS = (
-    FieldInfo("id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "TopicData",
+        'topics',
+        'TopicData',
         _C_Request__TopicData,
         True,
         VersionRange(0, 0),
@@ -697,11 +686,11 @@ _C_Response__TopicData = AssignReplicasToDirsResponse.TopicData
 _C_Response__DirectoryData = AssignReplicasToDirsResponse.DirectoryData
 
 AssignReplicasToDirsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "directories",
-        "DirectoryData",
+        'directories',
+        'DirectoryData',
         _C_Response__DirectoryData,
         True,
         VersionRange(0, 0),
@@ -712,14 +701,14 @@ AssignReplicasToDirsResponse._FIELDS = (
     ),
 )
 _C_Response__PartitionData._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_Response__TopicData._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionData",
+        'partitions',
+        'PartitionData',
         _C_Response__PartitionData,
         True,
         VersionRange(0, 0),
@@ -730,10 +719,10 @@ _C_Response__TopicData._FIELDS = (
     ),
 )
 _C_Response__DirectoryData._FIELDS = (
-    FieldInfo("id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "TopicData",
+        'topics',
+        'TopicData',
         _C_Response__TopicData,
         True,
         VersionRange(0, 0),

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["BeginQuorumEpochRequest", "BeginQuorumEpochResponse"]
+__all__ = ['BeginQuorumEpochRequest', 'BeginQuorumEpochResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -31,8 +31,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class BeginQuorumEpochRequest(KafkaRequest["BeginQuorumEpochResponse"]):
-    __slots__ = ("cluster_id", "leader_endpoints", "topics", "voter_id")
+class BeginQuorumEpochRequest(KafkaRequest['BeginQuorumEpochResponse']):
+    __slots__ = ('cluster_id', 'leader_endpoints', 'topics', 'voter_id')
 
     def __init__(
         self,
@@ -48,15 +48,15 @@ class BeginQuorumEpochRequest(KafkaRequest["BeginQuorumEpochResponse"]):
         self.leader_endpoints = _wire.KeyedList() if leader_endpoints is _wire.DEFAULT else leader_endpoints
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "BeginQuorumEpochRequest"
+    NAME = 'BeginQuorumEpochRequest'
     API_KEY = 53
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(1, 32767)
-    LISTENERS = ("controller",)
+    LISTENERS = ('controller',)
 
     class PartitionData(KafkaStruct):
-        __slots__ = ("leader_epoch", "leader_id", "partition_index", "voter_directory_id")
+        __slots__ = ('leader_epoch', 'leader_id', 'partition_index', 'voter_directory_id')
 
         def __init__(
             self,
@@ -72,8 +72,9 @@ class BeginQuorumEpochRequest(KafkaRequest["BeginQuorumEpochResponse"]):
             self.leader_epoch = leader_epoch
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopicData(KafkaStruct):
-        __slots__ = ("partitions", "topic_name")
+        __slots__ = ('partitions', 'topic_name')
 
         def __init__(
             self,
@@ -85,8 +86,9 @@ class BeginQuorumEpochRequest(KafkaRequest["BeginQuorumEpochResponse"]):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class LeaderEndpoint(KafkaStruct):
-        __slots__ = ("host", "name", "port")
+        __slots__ = ('host', 'name', 'port')
 
         def __init__(self, *, name: str = "", host: str = "", port: int = 0) -> None:
             self.name = name
@@ -94,11 +96,10 @@ class BeginQuorumEpochRequest(KafkaRequest["BeginQuorumEpochResponse"]):
             self.port = port
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
-
+        MAP_KEY = ('name',)
 
 class BeginQuorumEpochResponse(KafkaMessage):
-    __slots__ = ("error_code", "node_endpoints", "topics")
+    __slots__ = ('error_code', 'node_endpoints', 'topics')
 
     def __init__(
         self,
@@ -112,14 +113,14 @@ class BeginQuorumEpochResponse(KafkaMessage):
         self.node_endpoints = _wire.KeyedList() if node_endpoints is _wire.DEFAULT else node_endpoints
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "BeginQuorumEpochResponse"
+    NAME = 'BeginQuorumEpochResponse'
     API_KEY = 53
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(1, 32767)
 
     class PartitionData(KafkaStruct):
-        __slots__ = ("error_code", "leader_epoch", "leader_id", "partition_index")
+        __slots__ = ('error_code', 'leader_epoch', 'leader_id', 'partition_index')
 
         def __init__(
             self,
@@ -135,8 +136,9 @@ class BeginQuorumEpochResponse(KafkaMessage):
             self.leader_epoch = leader_epoch
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopicData(KafkaStruct):
-        __slots__ = ("partitions", "topic_name")
+        __slots__ = ('partitions', 'topic_name')
 
         def __init__(
             self,
@@ -148,8 +150,9 @@ class BeginQuorumEpochResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class NodeEndpoint(KafkaStruct):
-        __slots__ = ("host", "node_id", "port")
+        __slots__ = ('host', 'node_id', 'port')
 
         def __init__(self, *, node_id: int = 0, host: str = "", port: int = 0) -> None:
             self.node_id = node_id
@@ -157,7 +160,7 @@ class BeginQuorumEpochResponse(KafkaMessage):
             self.port = port
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("node_id",)
+        MAP_KEY = ('node_id',)
 
 
 BeginQuorumEpochRequest.RESPONSE_CLASS = BeginQuorumEpochResponse
@@ -334,11 +337,7 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
                         _set(s5_voter_directory_id, "int", _from_bytes(buf[pos:stop]))
                         _set(s5_voter_directory_id, "is_safe", _UUID_SAFE)
                         pos = stop
-                        (
-                            s5_leader_id,
-                            s5_leader_epoch,
-                            t5,
-                        ) = _F_iiB.unpack_from(buf, pos)
+                        (s5_leader_id, s5_leader_epoch, t5,) = _F_iiB.unpack_from(buf, pos)
                         pos += 9
                         u5 = _NO_TAGS
                         if t5:
@@ -404,10 +403,7 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
                     pos = stop
                 else:
                     s7_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s7_port,
-                    t7,
-                ) = _F_HB.unpack_from(buf, pos)
+                (s7_port, t7,) = _F_HB.unpack_from(buf, pos)
                 pos += 3
                 u7 = _NO_TAGS
                 if t7:
@@ -833,10 +829,7 @@ def _r_BeginQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochR
                         s1_node_endpoints = _wire.KeyedList()
                         add7 = s1_node_endpoints.append
                         for _ in range(n):
-                            (
-                                s8_node_id,
-                                size,
-                            ) = _F_iB.unpack_from(buf, pos)
+                            (s8_node_id, size,) = _F_iB.unpack_from(buf, pos)
                             pos += 4
                             if 0 < size < 0x80:
                                 stop = pos + size
@@ -849,10 +842,7 @@ def _r_BeginQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochR
                                 pos = stop
                             else:
                                 s8_host, pos = _wire.read_compact_text(buf, pos, "host")
-                            (
-                                s8_port,
-                                t8,
-                            ) = _F_HB.unpack_from(buf, pos)
+                            (s8_port, t8,) = _F_HB.unpack_from(buf, pos)
                             pos += 3
                             u8 = _NO_TAGS
                             if t8:
@@ -1033,8 +1023,8 @@ _C_Request__LeaderEndpoint = BeginQuorumEpochRequest.LeaderEndpoint
 
 BeginQuorumEpochRequest._FIELDS = (
     FieldInfo(
-        "cluster_id",
-        "string",
+        'cluster_id',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -1043,10 +1033,10 @@ BeginQuorumEpochRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("voter_id", "int32", None, False, VersionRange(1, 1), _NONE, _NONE, None, True),
+    FieldInfo('voter_id', 'int32', None, False, VersionRange(1, 1), _NONE, _NONE, None, True),
     FieldInfo(
-        "topics",
-        "TopicData",
+        'topics',
+        'TopicData',
         _C_Request__TopicData,
         True,
         VersionRange(0, 1),
@@ -1056,8 +1046,8 @@ BeginQuorumEpochRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "leader_endpoints",
-        "LeaderEndpoint",
+        'leader_endpoints',
+        'LeaderEndpoint',
         _C_Request__LeaderEndpoint,
         True,
         VersionRange(1, 1),
@@ -1068,16 +1058,16 @@ BeginQuorumEpochRequest._FIELDS = (
     ),
 )
 _C_Request__PartitionData._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("voter_directory_id", "uuid", None, False, VersionRange(1, 1), _NONE, _NONE, None, True),
-    FieldInfo("leader_id", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('voter_directory_id', 'uuid', None, False, VersionRange(1, 1), _NONE, _NONE, None, True),
+    FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 _C_Request__TopicData._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionData",
+        'partitions',
+        'PartitionData',
         _C_Request__PartitionData,
         True,
         VersionRange(0, 1),
@@ -1088,9 +1078,9 @@ _C_Request__TopicData._FIELDS = (
     ),
 )
 _C_Request__LeaderEndpoint._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
-    FieldInfo("port", "uint16", None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
+    FieldInfo('port', 'uint16', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
 )
 BeginQuorumEpochRequest._READERS = {0: _r_BeginQuorumEpochRequest_0, 1: _r_BeginQuorumEpochRequest_1}
 BeginQuorumEpochRequest._WRITERS = {0: _w_BeginQuorumEpochRequest_0, 1: _w_BeginQuorumEpochRequest_1}
@@ -1100,10 +1090,10 @@ _C_Response__TopicData = BeginQuorumEpochResponse.TopicData
 _C_Response__NodeEndpoint = BeginQuorumEpochResponse.NodeEndpoint
 
 BeginQuorumEpochResponse._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "TopicData",
+        'topics',
+        'TopicData',
         _C_Response__TopicData,
         True,
         VersionRange(0, 1),
@@ -1113,8 +1103,8 @@ BeginQuorumEpochResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "node_endpoints",
-        "NodeEndpoint",
+        'node_endpoints',
+        'NodeEndpoint',
         _C_Response__NodeEndpoint,
         True,
         VersionRange(1, 1),
@@ -1125,16 +1115,16 @@ BeginQuorumEpochResponse._FIELDS = (
     ),
 )
 _C_Response__PartitionData._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("leader_id", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 _C_Response__TopicData._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionData",
+        'partitions',
+        'PartitionData',
         _C_Response__PartitionData,
         True,
         VersionRange(0, 1),
@@ -1145,9 +1135,9 @@ _C_Response__TopicData._FIELDS = (
     ),
 )
 _C_Response__NodeEndpoint._FIELDS = (
-    FieldInfo("node_id", "int32", None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
-    FieldInfo("port", "uint16", None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
+    FieldInfo('node_id', 'int32', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
+    FieldInfo('port', 'uint16', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
 )
 BeginQuorumEpochResponse._READERS = {0: _r_BeginQuorumEpochResponse_0, 1: _r_BeginQuorumEpochResponse_1}
 BeginQuorumEpochResponse._WRITERS = {0: _w_BeginQuorumEpochResponse_0, 1: _w_BeginQuorumEpochResponse_1}

@@ -8,7 +8,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["BeginTransactionRecord"]
+__all__ = ['BeginTransactionRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -16,15 +16,15 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class BeginTransactionRecord(KafkaMessage):
-    __slots__ = ("name",)
+    __slots__ = ('name',)
 
     def __init__(self, *, name: str | None = None) -> None:
         self.name = name
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "BeginTransactionRecord"
+    NAME = 'BeginTransactionRecord'
     API_KEY = 23
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -96,10 +96,11 @@ def _w_BeginTransactionRecord_0(out: bytearray, o: BeginTransactionRecord) -> No
         raise EncodeError(f"cannot write BeginTransactionRecord: {exc}") from None
 
 
+
 BeginTransactionRecord._FIELDS = (
     FieldInfo(
-        "name",
-        "string",
+        'name',
+        'string',
         None,
         False,
         VersionRange(0, 0),

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["BrokerHeartbeatRequest", "BrokerHeartbeatResponse"]
+__all__ = ['BrokerHeartbeatRequest', 'BrokerHeartbeatResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -21,15 +21,15 @@ _F_iqqooB = struct.Struct(">iqq??B")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class BrokerHeartbeatRequest(KafkaRequest["BrokerHeartbeatResponse"]):
+class BrokerHeartbeatRequest(KafkaRequest['BrokerHeartbeatResponse']):
     __slots__ = (
-        "broker_epoch",
-        "broker_id",
-        "cordoned_log_dirs",
-        "current_metadata_offset",
-        "offline_log_dirs",
-        "want_fence",
-        "want_shut_down",
+        'broker_epoch',
+        'broker_id',
+        'cordoned_log_dirs',
+        'current_metadata_offset',
+        'offline_log_dirs',
+        'want_fence',
+        'want_shut_down',
     )
 
     def __init__(
@@ -52,16 +52,15 @@ class BrokerHeartbeatRequest(KafkaRequest["BrokerHeartbeatResponse"]):
         self.cordoned_log_dirs = cordoned_log_dirs
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "BrokerHeartbeatRequest"
+    NAME = 'BrokerHeartbeatRequest'
     API_KEY = 63
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("controller",)
-
+    LISTENERS = ('controller',)
 
 class BrokerHeartbeatResponse(KafkaMessage):
-    __slots__ = ("error_code", "is_caught_up", "is_fenced", "should_shut_down", "throttle_time_ms")
+    __slots__ = ('error_code', 'is_caught_up', 'is_fenced', 'should_shut_down', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -79,9 +78,9 @@ class BrokerHeartbeatResponse(KafkaMessage):
         self.should_shut_down = should_shut_down
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "BrokerHeartbeatResponse"
+    NAME = 'BrokerHeartbeatResponse'
     API_KEY = 63
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -358,7 +357,7 @@ def _w_BrokerHeartbeatRequest_2(out: bytearray, o: BrokerHeartbeatRequest) -> No
             t = bytearray()
             x = o.cordoned_log_dirs
             if x is None:
-                t += b"\x00"
+                t += b'\x00'
             else:
                 if len(x) < 0x7F:
                     t.append(len(x) + 1)
@@ -427,15 +426,16 @@ def _w_BrokerHeartbeatResponse_0(out: bytearray, o: BrokerHeartbeatResponse) -> 
         raise EncodeError(f"cannot write BrokerHeartbeatResponse: {exc}") from None
 
 
+
 BrokerHeartbeatRequest._FIELDS = (
-    FieldInfo("broker_id", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("broker_epoch", "int64", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("current_metadata_offset", "int64", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("want_fence", "bool", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("want_shut_down", "bool", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('broker_epoch', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('current_metadata_offset', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('want_fence', 'bool', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('want_shut_down', 'bool', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "offline_log_dirs",
-        "uuid",
+        'offline_log_dirs',
+        'uuid',
         None,
         True,
         VersionRange(1, 2),
@@ -445,8 +445,8 @@ BrokerHeartbeatRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "cordoned_log_dirs",
-        "uuid",
+        'cordoned_log_dirs',
+        'uuid',
         None,
         True,
         VersionRange(2, 2),
@@ -469,11 +469,11 @@ BrokerHeartbeatRequest._WRITERS = {
 
 
 BrokerHeartbeatResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("is_caught_up", "bool", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("is_fenced", "bool", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("should_shut_down", "bool", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('is_caught_up', 'bool', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('is_fenced', 'bool', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('should_shut_down', 'bool', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 BrokerHeartbeatResponse._READERS = {
     0: _r_BrokerHeartbeatResponse_0,

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["BrokerRegistrationRequest", "BrokerRegistrationResponse"]
+__all__ = ['BrokerRegistrationRequest', 'BrokerRegistrationResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -33,17 +33,17 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class BrokerRegistrationRequest(KafkaRequest["BrokerRegistrationResponse"]):
+class BrokerRegistrationRequest(KafkaRequest['BrokerRegistrationResponse']):
     __slots__ = (
-        "broker_id",
-        "cluster_id",
-        "features",
-        "incarnation_id",
-        "is_migrating_zk_broker",
-        "listeners",
-        "log_dirs",
-        "previous_broker_epoch",
-        "rack",
+        'broker_id',
+        'cluster_id',
+        'features',
+        'incarnation_id',
+        'is_migrating_zk_broker',
+        'listeners',
+        'log_dirs',
+        'previous_broker_epoch',
+        'rack',
     )
 
     def __init__(
@@ -70,15 +70,15 @@ class BrokerRegistrationRequest(KafkaRequest["BrokerRegistrationResponse"]):
         self.previous_broker_epoch = previous_broker_epoch
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "BrokerRegistrationRequest"
+    NAME = 'BrokerRegistrationRequest'
     API_KEY = 62
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 4)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("controller",)
+    LISTENERS = ('controller',)
 
     class Listener(KafkaStruct):
-        __slots__ = ("host", "name", "port", "security_protocol")
+        __slots__ = ('host', 'name', 'port', 'security_protocol')
 
         def __init__(
             self,
@@ -94,10 +94,10 @@ class BrokerRegistrationRequest(KafkaRequest["BrokerRegistrationResponse"]):
             self.security_protocol = security_protocol
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
     class Feature(KafkaStruct):
-        __slots__ = ("max_supported_version", "min_supported_version", "name")
+        __slots__ = ('max_supported_version', 'min_supported_version', 'name')
 
         def __init__(
             self,
@@ -111,11 +111,10 @@ class BrokerRegistrationRequest(KafkaRequest["BrokerRegistrationResponse"]):
             self.max_supported_version = max_supported_version
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
-
+        MAP_KEY = ('name',)
 
 class BrokerRegistrationResponse(KafkaMessage):
-    __slots__ = ("broker_epoch", "error_code", "throttle_time_ms")
+    __slots__ = ('broker_epoch', 'error_code', 'throttle_time_ms')
 
     def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, broker_epoch: int = -1) -> None:
         self.throttle_time_ms = throttle_time_ms
@@ -123,9 +122,9 @@ class BrokerRegistrationResponse(KafkaMessage):
         self.broker_epoch = broker_epoch
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "BrokerRegistrationResponse"
+    NAME = 'BrokerRegistrationResponse'
     API_KEY = 62
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 4)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -142,10 +141,7 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
     u5: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_broker_id,
-            size,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_broker_id, size,) = _F_iB.unpack_from(buf, pos)
         pos += 4
         if 0 < size < 0x80:
             stop = pos + size
@@ -191,11 +187,7 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    s3_security_protocol,
-                    t3,
-                ) = _F_HhB.unpack_from(buf, pos)
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
                 pos += 5
                 u3 = _NO_TAGS
                 if t3:
@@ -235,11 +227,7 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (
-                    s5_min_supported_version,
-                    s5_max_supported_version,
-                    t5,
-                ) = _F_hhB.unpack_from(buf, pos)
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
                 pos += 5
                 u5 = _NO_TAGS
                 if t5:
@@ -362,10 +350,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
     u5: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_broker_id,
-            size,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_broker_id, size,) = _F_iB.unpack_from(buf, pos)
         pos += 4
         if 0 < size < 0x80:
             stop = pos + size
@@ -411,11 +396,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    s3_security_protocol,
-                    t3,
-                ) = _F_HhB.unpack_from(buf, pos)
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
                 pos += 5
                 u3 = _NO_TAGS
                 if t3:
@@ -455,11 +436,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (
-                    s5_min_supported_version,
-                    s5_max_supported_version,
-                    t5,
-                ) = _F_hhB.unpack_from(buf, pos)
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
                 pos += 5
                 u5 = _NO_TAGS
                 if t5:
@@ -490,10 +467,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
             pos += 1
         else:
             s1_rack, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_is_migrating_zk_broker,
-            t1,
-        ) = _F_oB.unpack_from(buf, pos)
+        (s1_is_migrating_zk_broker, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -585,10 +559,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
     u5: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_broker_id,
-            size,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_broker_id, size,) = _F_iB.unpack_from(buf, pos)
         pos += 4
         if 0 < size < 0x80:
             stop = pos + size
@@ -634,11 +605,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    s3_security_protocol,
-                    t3,
-                ) = _F_HhB.unpack_from(buf, pos)
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
                 pos += 5
                 u3 = _NO_TAGS
                 if t3:
@@ -678,11 +645,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (
-                    s5_min_supported_version,
-                    s5_max_supported_version,
-                    t5,
-                ) = _F_hhB.unpack_from(buf, pos)
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
                 pos += 5
                 u5 = _NO_TAGS
                 if t5:
@@ -829,10 +792,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
     u5: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_broker_id,
-            size,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_broker_id, size,) = _F_iB.unpack_from(buf, pos)
         pos += 4
         if 0 < size < 0x80:
             stop = pos + size
@@ -878,11 +838,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    s3_security_protocol,
-                    t3,
-                ) = _F_HhB.unpack_from(buf, pos)
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
                 pos += 5
                 u3 = _NO_TAGS
                 if t3:
@@ -922,11 +878,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (
-                    s5_min_supported_version,
-                    s5_max_supported_version,
-                    t5,
-                ) = _F_hhB.unpack_from(buf, pos)
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
                 pos += 5
                 u5 = _NO_TAGS
                 if t5:
@@ -972,10 +924,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
             for _ in range(n):
                 item, pos = _wire.read_uuid(buf, pos)
                 add6(item)
-        (
-            s1_previous_broker_epoch,
-            t1,
-        ) = _F_qB.unpack_from(buf, pos)
+        (s1_previous_broker_epoch, t1,) = _F_qB.unpack_from(buf, pos)
         pos += 9
         u1 = _NO_TAGS
         if t1:
@@ -1121,12 +1070,7 @@ def _w_BrokerRegistrationRequest__Feature_0(out: bytearray, o: BrokerRegistratio
 def _r_BrokerRegistrationResponse_0(buf: Any, pos: int) -> tuple[BrokerRegistrationResponse, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            s1_broker_epoch,
-            t1,
-        ) = _F_ihqB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, s1_broker_epoch, t1,) = _F_ihqB.unpack_from(buf, pos)
         pos += 15
         u1 = _NO_TAGS
         if t1:
@@ -1164,12 +1108,12 @@ _C_Request__Listener = BrokerRegistrationRequest.Listener
 _C_Request__Feature = BrokerRegistrationRequest.Feature
 
 BrokerRegistrationRequest._FIELDS = (
-    FieldInfo("broker_id", "int32", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("cluster_id", "string", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("incarnation_id", "uuid", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('cluster_id', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('incarnation_id', 'uuid', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
     FieldInfo(
-        "listeners",
-        "Listener",
+        'listeners',
+        'Listener',
         _C_Request__Listener,
         True,
         VersionRange(0, 4),
@@ -1179,8 +1123,8 @@ BrokerRegistrationRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "features",
-        "Feature",
+        'features',
+        'Feature',
         _C_Request__Feature,
         True,
         VersionRange(0, 4),
@@ -1189,21 +1133,21 @@ BrokerRegistrationRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("rack", "string", None, False, VersionRange(0, 4), VersionRange(0, 32767), _NONE, None, False),
-    FieldInfo("is_migrating_zk_broker", "bool", None, False, VersionRange(1, 4), _NONE, _NONE, None, False),
-    FieldInfo("log_dirs", "uuid", None, True, VersionRange(2, 4), _NONE, _NONE, None, True),
-    FieldInfo("previous_broker_epoch", "int64", None, False, VersionRange(3, 4), _NONE, _NONE, None, True),
+    FieldInfo('rack', 'string', None, False, VersionRange(0, 4), VersionRange(0, 32767), _NONE, None, False),
+    FieldInfo('is_migrating_zk_broker', 'bool', None, False, VersionRange(1, 4), _NONE, _NONE, None, False),
+    FieldInfo('log_dirs', 'uuid', None, True, VersionRange(2, 4), _NONE, _NONE, None, True),
+    FieldInfo('previous_broker_epoch', 'int64', None, False, VersionRange(3, 4), _NONE, _NONE, None, True),
 )
 _C_Request__Listener._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("port", "uint16", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("security_protocol", "int16", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('port', 'uint16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('security_protocol', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
 )
 _C_Request__Feature._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("min_supported_version", "int16", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("max_supported_version", "int16", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('min_supported_version', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('max_supported_version', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
 )
 BrokerRegistrationRequest._READERS = {
     0: _r_BrokerRegistrationRequest_0,
@@ -1222,9 +1166,9 @@ BrokerRegistrationRequest._WRITERS = {
 
 
 BrokerRegistrationResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("broker_epoch", "int64", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('broker_epoch', 'int64', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
 )
 BrokerRegistrationResponse._READERS = {
     0: _r_BrokerRegistrationResponse_0,

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["BrokerRegistrationChangeRecord"]
+__all__ = ['BrokerRegistrationChangeRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -21,12 +21,12 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 class BrokerRegistrationChangeRecord(KafkaMessage):
     __slots__ = (
-        "broker_epoch",
-        "broker_id",
-        "cordoned_log_dirs",
-        "fenced",
-        "in_controlled_shutdown",
-        "log_dirs",
+        'broker_epoch',
+        'broker_id',
+        'cordoned_log_dirs',
+        'fenced',
+        'in_controlled_shutdown',
+        'log_dirs',
     )
 
     def __init__(
@@ -47,9 +47,9 @@ class BrokerRegistrationChangeRecord(KafkaMessage):
         self.cordoned_log_dirs = cordoned_log_dirs
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "BrokerRegistrationChangeRecord"
+    NAME = 'BrokerRegistrationChangeRecord'
     API_KEY = 17
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -57,10 +57,7 @@ class BrokerRegistrationChangeRecord(KafkaMessage):
 def _r_BrokerRegistrationChangeRecord_0(buf: Any, pos: int) -> tuple[BrokerRegistrationChangeRecord, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_broker_id,
-            s1_broker_epoch,
-        ) = _F_iq.unpack_from(buf, pos)
+        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
         pos += 12
         s1_fenced = 0
         u1 = _NO_TAGS
@@ -128,10 +125,7 @@ def _w_BrokerRegistrationChangeRecord_0(out: bytearray, o: BrokerRegistrationCha
 def _r_BrokerRegistrationChangeRecord_1(buf: Any, pos: int) -> tuple[BrokerRegistrationChangeRecord, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_broker_id,
-            s1_broker_epoch,
-        ) = _F_iq.unpack_from(buf, pos)
+        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
         pos += 12
         s1_fenced = 0
         s1_in_controlled_shutdown = 0
@@ -211,10 +205,7 @@ def _r_BrokerRegistrationChangeRecord_2(buf: Any, pos: int) -> tuple[BrokerRegis
     s1_log_dirs: list[Any]
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_broker_id,
-            s1_broker_epoch,
-        ) = _F_iq.unpack_from(buf, pos)
+        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
         pos += 12
         s1_fenced = 0
         s1_in_controlled_shutdown = 0
@@ -327,10 +318,7 @@ def _r_BrokerRegistrationChangeRecord_3(buf: Any, pos: int) -> tuple[BrokerRegis
     s1_log_dirs: list[Any]
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_broker_id,
-            s1_broker_epoch,
-        ) = _F_iq.unpack_from(buf, pos)
+        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
         pos += 12
         s1_fenced = 0
         s1_in_controlled_shutdown = 0
@@ -449,7 +437,7 @@ def _w_BrokerRegistrationChangeRecord_3(out: bytearray, o: BrokerRegistrationCha
             t = bytearray()
             x = o.cordoned_log_dirs
             if x is None:
-                t += b"\x00"
+                t += b'\x00'
             else:
                 if len(x) < 0x7F:
                     t.append(len(x) + 1)
@@ -466,13 +454,14 @@ def _w_BrokerRegistrationChangeRecord_3(out: bytearray, o: BrokerRegistrationCha
         raise EncodeError(f"cannot write BrokerRegistrationChangeRecord: {exc}") from None
 
 
+
 BrokerRegistrationChangeRecord._FIELDS = (
-    FieldInfo("broker_id", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("broker_epoch", "int64", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("fenced", "int8", None, False, VersionRange(0, 3), _NONE, VersionRange(0, 32767), 0, False),
+    FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('broker_epoch', 'int64', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('fenced', 'int8', None, False, VersionRange(0, 3), _NONE, VersionRange(0, 32767), 0, False),
     FieldInfo(
-        "in_controlled_shutdown",
-        "int8",
+        'in_controlled_shutdown',
+        'int8',
         None,
         False,
         VersionRange(1, 3),
@@ -481,10 +470,10 @@ BrokerRegistrationChangeRecord._FIELDS = (
         1,
         False,
     ),
-    FieldInfo("log_dirs", "uuid", None, True, VersionRange(2, 3), _NONE, VersionRange(2, 32767), 2, False),
+    FieldInfo('log_dirs', 'uuid', None, True, VersionRange(2, 3), _NONE, VersionRange(2, 32767), 2, False),
     FieldInfo(
-        "cordoned_log_dirs",
-        "uuid",
+        'cordoned_log_dirs',
+        'uuid',
         None,
         True,
         VersionRange(3, 3),

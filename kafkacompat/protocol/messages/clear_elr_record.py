@@ -8,7 +8,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ClearElrRecord"]
+__all__ = ['ClearElrRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -16,15 +16,15 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class ClearElrRecord(KafkaMessage):
-    __slots__ = ("topic_name",)
+    __slots__ = ('topic_name',)
 
     def __init__(self, *, topic_name: str = "") -> None:
         self.topic_name = topic_name
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ClearElrRecord"
+    NAME = 'ClearElrRecord'
     API_KEY = 28
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -82,8 +82,9 @@ def _w_ClearElrRecord_0(out: bytearray, o: ClearElrRecord) -> None:
         raise EncodeError(f"cannot write ClearElrRecord: {exc}") from None
 
 
+
 ClearElrRecord._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 ClearElrRecord._READERS = {0: _r_ClearElrRecord_0}
 ClearElrRecord._WRITERS = {0: _w_ClearElrRecord_0}

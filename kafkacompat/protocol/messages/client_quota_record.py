@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ClientQuotaRecord"]
+__all__ = ['ClientQuotaRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -19,7 +19,7 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class ClientQuotaRecord(KafkaMessage):
-    __slots__ = ("entity", "key", "remove", "value")
+    __slots__ = ('entity', 'key', 'remove', 'value')
 
     def __init__(
         self,
@@ -35,19 +35,20 @@ class ClientQuotaRecord(KafkaMessage):
         self.remove = remove
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ClientQuotaRecord"
+    NAME = 'ClientQuotaRecord'
     API_KEY = 14
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class EntityData(KafkaStruct):
-        __slots__ = ("entity_name", "entity_type")
+        __slots__ = ('entity_name', 'entity_type')
 
         def __init__(self, *, entity_type: str = "", entity_name: str | None = "") -> None:
             self.entity_type = entity_type
             self.entity_name = entity_name
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 def _r_ClientQuotaRecord_0(buf: Any, pos: int) -> tuple[ClientQuotaRecord, int]:
@@ -115,11 +116,7 @@ def _r_ClientQuotaRecord_0(buf: Any, pos: int) -> tuple[ClientQuotaRecord, int]:
             pos = stop
         else:
             s1_key, pos = _wire.read_compact_text(buf, pos, "key")
-        (
-            s1_value,
-            s1_remove,
-            t1,
-        ) = _F_doB.unpack_from(buf, pos)
+        (s1_value, s1_remove, t1,) = _F_doB.unpack_from(buf, pos)
         pos += 10
         u1 = _NO_TAGS
         if t1:
@@ -206,8 +203,8 @@ _C_ClientQuotaRecord__EntityData = ClientQuotaRecord.EntityData
 
 ClientQuotaRecord._FIELDS = (
     FieldInfo(
-        "entity",
-        "EntityData",
+        'entity',
+        'EntityData',
         _C_ClientQuotaRecord__EntityData,
         True,
         VersionRange(0, 0),
@@ -216,15 +213,15 @@ ClientQuotaRecord._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("key", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("value", "float64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("remove", "bool", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('key', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('value', 'float64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('remove', 'bool', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_ClientQuotaRecord__EntityData._FIELDS = (
-    FieldInfo("entity_type", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('entity_type', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "entity_name",
-        "string",
+        'entity_name',
+        'string',
         None,
         False,
         VersionRange(0, 0),

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ConfigRecord"]
+__all__ = ['ConfigRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -19,7 +19,7 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class ConfigRecord(KafkaMessage):
-    __slots__ = ("name", "resource_name", "resource_type", "value")
+    __slots__ = ('name', 'resource_name', 'resource_type', 'value')
 
     def __init__(
         self,
@@ -35,9 +35,9 @@ class ConfigRecord(KafkaMessage):
         self.value = value
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ConfigRecord"
+    NAME = 'ConfigRecord'
     API_KEY = 4
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -47,10 +47,7 @@ def _r_ConfigRecord_0(buf: Any, pos: int) -> tuple[ConfigRecord, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_resource_type,
-            size,
-        ) = _F_bB.unpack_from(buf, pos)
+        (s1_resource_type, size,) = _F_bB.unpack_from(buf, pos)
         pos += 1
         if 0 < size < 0x80:
             stop = pos + size
@@ -141,11 +138,12 @@ def _w_ConfigRecord_0(out: bytearray, o: ConfigRecord) -> None:
         raise EncodeError(f"cannot write ConfigRecord: {exc}") from None
 
 
+
 ConfigRecord._FIELDS = (
-    FieldInfo("resource_type", "int8", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("resource_name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("value", "string", None, False, VersionRange(0, 0), VersionRange(0, 32767), _NONE, None, False),
+    FieldInfo('resource_type', 'int8', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('resource_name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('value', 'string', None, False, VersionRange(0, 0), VersionRange(0, 32767), _NONE, None, False),
 )
 ConfigRecord._READERS = {0: _r_ConfigRecord_0}
 ConfigRecord._WRITERS = {0: _w_ConfigRecord_0}

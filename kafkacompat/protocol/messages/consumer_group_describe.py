@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse"]
+__all__ = ['ConsumerGroupDescribeRequest', 'ConsumerGroupDescribeResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -34,8 +34,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class ConsumerGroupDescribeRequest(KafkaRequest["ConsumerGroupDescribeResponse"]):
-    __slots__ = ("group_ids", "include_authorized_operations")
+class ConsumerGroupDescribeRequest(KafkaRequest['ConsumerGroupDescribeResponse']):
+    __slots__ = ('group_ids', 'include_authorized_operations')
 
     def __init__(
         self,
@@ -47,16 +47,15 @@ class ConsumerGroupDescribeRequest(KafkaRequest["ConsumerGroupDescribeResponse"]
         self.include_authorized_operations = include_authorized_operations
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ConsumerGroupDescribeRequest"
+    NAME = 'ConsumerGroupDescribeRequest'
     API_KEY = 69
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
-
+    LISTENERS = ('broker',)
 
 class ConsumerGroupDescribeResponse(KafkaMessage):
-    __slots__ = ("groups", "throttle_time_ms")
+    __slots__ = ('groups', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -68,14 +67,14 @@ class ConsumerGroupDescribeResponse(KafkaMessage):
         self.groups = [] if groups is _wire.DEFAULT else groups
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ConsumerGroupDescribeResponse"
+    NAME = 'ConsumerGroupDescribeResponse'
     API_KEY = 69
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class TopicPartitions(KafkaStruct):
-        __slots__ = ("partitions", "topic_id", "topic_name")
+        __slots__ = ('partitions', 'topic_id', 'topic_name')
 
         def __init__(
             self,
@@ -89,8 +88,9 @@ class ConsumerGroupDescribeResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class Assignment(KafkaStruct):
-        __slots__ = ("topic_partitions",)
+        __slots__ = ('topic_partitions',)
 
         def __init__(
             self,
@@ -100,19 +100,20 @@ class ConsumerGroupDescribeResponse(KafkaMessage):
             self.topic_partitions = [] if topic_partitions is _wire.DEFAULT else topic_partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class Member(KafkaStruct):
         __slots__ = (
-            "assignment",
-            "client_host",
-            "client_id",
-            "instance_id",
-            "member_epoch",
-            "member_id",
-            "member_type",
-            "rack_id",
-            "subscribed_topic_names",
-            "subscribed_topic_regex",
-            "target_assignment",
+            'assignment',
+            'client_host',
+            'client_id',
+            'instance_id',
+            'member_epoch',
+            'member_id',
+            'member_type',
+            'rack_id',
+            'subscribed_topic_names',
+            'subscribed_topic_regex',
+            'target_assignment',
         )
 
         def __init__(
@@ -137,11 +138,15 @@ class ConsumerGroupDescribeResponse(KafkaMessage):
             self.client_id = client_id
             self.client_host = client_host
             self.subscribed_topic_names = (
-                [] if subscribed_topic_names is _wire.DEFAULT else subscribed_topic_names
+                []
+                if subscribed_topic_names is _wire.DEFAULT
+                else subscribed_topic_names
             )
             self.subscribed_topic_regex = subscribed_topic_regex
             self.assignment = (
-                ConsumerGroupDescribeResponse.Assignment() if assignment is _wire.DEFAULT else assignment
+                ConsumerGroupDescribeResponse.Assignment()
+                if assignment is _wire.DEFAULT
+                else assignment
             )
             self.target_assignment = (
                 ConsumerGroupDescribeResponse.Assignment()
@@ -151,17 +156,18 @@ class ConsumerGroupDescribeResponse(KafkaMessage):
             self.member_type = member_type
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class DescribedGroup(KafkaStruct):
         __slots__ = (
-            "assignment_epoch",
-            "assignor_name",
-            "authorized_operations",
-            "error_code",
-            "error_message",
-            "group_epoch",
-            "group_id",
-            "group_state",
-            "members",
+            'assignment_epoch',
+            'assignor_name',
+            'authorized_operations',
+            'error_code',
+            'error_message',
+            'group_epoch',
+            'group_id',
+            'group_state',
+            'members',
         )
 
         def __init__(
@@ -187,6 +193,7 @@ class ConsumerGroupDescribeResponse(KafkaMessage):
             self.members = [] if members is _wire.DEFAULT else members
             self.authorized_operations = authorized_operations
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 ConsumerGroupDescribeRequest.RESPONSE_CLASS = ConsumerGroupDescribeResponse
@@ -219,10 +226,7 @@ def _r_ConsumerGroupDescribeRequest_0(buf: Any, pos: int) -> tuple[ConsumerGroup
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "group_ids[]")
                 add2(item)
-        (
-            s1_include_authorized_operations,
-            t1,
-        ) = _F_oB.unpack_from(buf, pos)
+        (s1_include_authorized_operations, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -311,10 +315,7 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
             s1_groups = []
             add2 = s1_groups.append
             for _ in range(n):
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -345,11 +346,7 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                     pos = stop
                 else:
                     s3_group_state, pos = _wire.read_compact_text(buf, pos, "group_state")
-                (
-                    s3_group_epoch,
-                    s3_assignment_epoch,
-                    size,
-                ) = _F_iiB.unpack_from(buf, pos)
+                (s3_group_epoch, s3_assignment_epoch, size,) = _F_iiB.unpack_from(buf, pos)
                 pos += 8
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -403,10 +400,7 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                             pos += 1
                         else:
                             s5_rack_id, pos = _wire.read_compact_string(buf, pos)
-                        (
-                            s5_member_epoch,
-                            size,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s5_member_epoch, size,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -659,10 +653,7 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                         o5.member_type = -1
                         o5._unknown_tags = u5
                         add4(o5)
-                (
-                    s3_authorized_operations,
-                    t3,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_authorized_operations, t3,) = _F_iB.unpack_from(buf, pos)
                 pos += 5
                 u3 = _NO_TAGS
                 if t3:
@@ -768,10 +759,7 @@ def _r_ConsumerGroupDescribeResponse_1(buf: Any, pos: int) -> tuple[ConsumerGrou
             s1_groups = []
             add2 = s1_groups.append
             for _ in range(n):
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -802,11 +790,7 @@ def _r_ConsumerGroupDescribeResponse_1(buf: Any, pos: int) -> tuple[ConsumerGrou
                     pos = stop
                 else:
                     s3_group_state, pos = _wire.read_compact_text(buf, pos, "group_state")
-                (
-                    s3_group_epoch,
-                    s3_assignment_epoch,
-                    size,
-                ) = _F_iiB.unpack_from(buf, pos)
+                (s3_group_epoch, s3_assignment_epoch, size,) = _F_iiB.unpack_from(buf, pos)
                 pos += 8
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -860,10 +844,7 @@ def _r_ConsumerGroupDescribeResponse_1(buf: Any, pos: int) -> tuple[ConsumerGrou
                             pos += 1
                         else:
                             s5_rack_id, pos = _wire.read_compact_string(buf, pos)
-                        (
-                            s5_member_epoch,
-                            size,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s5_member_epoch, size,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -1090,10 +1071,7 @@ def _r_ConsumerGroupDescribeResponse_1(buf: Any, pos: int) -> tuple[ConsumerGrou
                         o10.topic_partitions = s10_topic_partitions
                         o10._unknown_tags = u10
                         s5_target_assignment = o10
-                        (
-                            s5_member_type,
-                            t5,
-                        ) = _F_bB.unpack_from(buf, pos)
+                        (s5_member_type, t5,) = _F_bB.unpack_from(buf, pos)
                         pos += 2
                         u5 = _NO_TAGS
                         if t5:
@@ -1120,10 +1098,7 @@ def _r_ConsumerGroupDescribeResponse_1(buf: Any, pos: int) -> tuple[ConsumerGrou
                         o5.member_type = s5_member_type
                         o5._unknown_tags = u5
                         add4(o5)
-                (
-                    s3_authorized_operations,
-                    t3,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_authorized_operations, t3,) = _F_iB.unpack_from(buf, pos)
                 pos += 5
                 u3 = _NO_TAGS
                 if t3:
@@ -1549,11 +1524,12 @@ def _w_ConsumerGroupDescribeResponse__DescribedGroup_1(
         raise EncodeError(f"cannot write DescribedGroup: {exc}") from None
 
 
+
 ConsumerGroupDescribeRequest._FIELDS = (
-    FieldInfo("group_ids", "string", None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('group_ids', 'string', None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "include_authorized_operations",
-        "bool",
+        'include_authorized_operations',
+        'bool',
         None,
         False,
         VersionRange(0, 1),
@@ -1578,10 +1554,10 @@ _C_Response__Member = ConsumerGroupDescribeResponse.Member
 _C_Response__DescribedGroup = ConsumerGroupDescribeResponse.DescribedGroup
 
 ConsumerGroupDescribeResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "groups",
-        "DescribedGroup",
+        'groups',
+        'DescribedGroup',
         _C_Response__DescribedGroup,
         True,
         VersionRange(0, 1),
@@ -1592,14 +1568,14 @@ ConsumerGroupDescribeResponse._FIELDS = (
     ),
 )
 _C_Response__TopicPartitions._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("partitions", "int32", None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('partitions', 'int32', None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 _C_Response__Assignment._FIELDS = (
     FieldInfo(
-        "topic_partitions",
-        "TopicPartitions",
+        'topic_partitions',
+        'TopicPartitions',
         _C_Response__TopicPartitions,
         True,
         VersionRange(0, 1),
@@ -1610,10 +1586,10 @@ _C_Response__Assignment._FIELDS = (
     ),
 )
 _C_Response__Member._FIELDS = (
-    FieldInfo("member_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('member_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "instance_id",
-        "string",
+        'instance_id',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -1623,8 +1599,8 @@ _C_Response__Member._FIELDS = (
         False,
     ),
     FieldInfo(
-        "rack_id",
-        "string",
+        'rack_id',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -1633,13 +1609,13 @@ _C_Response__Member._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("member_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("client_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("client_host", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("subscribed_topic_names", "string", None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('member_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('client_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('client_host', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('subscribed_topic_names', 'string', None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "subscribed_topic_regex",
-        "string",
+        'subscribed_topic_regex',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -1649,8 +1625,8 @@ _C_Response__Member._FIELDS = (
         False,
     ),
     FieldInfo(
-        "assignment",
-        "Assignment",
+        'assignment',
+        'Assignment',
         _C_Response__Assignment,
         False,
         VersionRange(0, 1),
@@ -1660,8 +1636,8 @@ _C_Response__Member._FIELDS = (
         False,
     ),
     FieldInfo(
-        "target_assignment",
-        "Assignment",
+        'target_assignment',
+        'Assignment',
         _C_Response__Assignment,
         False,
         VersionRange(0, 1),
@@ -1670,13 +1646,13 @@ _C_Response__Member._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("member_type", "int8", None, False, VersionRange(1, 1), _NONE, _NONE, None, True),
+    FieldInfo('member_type', 'int8', None, False, VersionRange(1, 1), _NONE, _NONE, None, True),
 )
 _C_Response__DescribedGroup._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -1685,13 +1661,13 @@ _C_Response__DescribedGroup._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("group_state", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("group_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("assignment_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("assignor_name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("members", "Member", _C_Response__Member, True, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("authorized_operations", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('group_state', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('group_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('assignment_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('assignor_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('members', 'Member', _C_Response__Member, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('authorized_operations', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 ConsumerGroupDescribeResponse._READERS = {
     0: _r_ConsumerGroupDescribeResponse_0,

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ConsumerGroupHeartbeatRequest", "ConsumerGroupHeartbeatResponse"]
+__all__ = ['ConsumerGroupHeartbeatRequest', 'ConsumerGroupHeartbeatResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -29,18 +29,18 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class ConsumerGroupHeartbeatRequest(KafkaRequest["ConsumerGroupHeartbeatResponse"]):
+class ConsumerGroupHeartbeatRequest(KafkaRequest['ConsumerGroupHeartbeatResponse']):
     __slots__ = (
-        "group_id",
-        "instance_id",
-        "member_epoch",
-        "member_id",
-        "rack_id",
-        "rebalance_timeout_ms",
-        "server_assignor",
-        "subscribed_topic_names",
-        "subscribed_topic_regex",
-        "topic_partitions",
+        'group_id',
+        'instance_id',
+        'member_epoch',
+        'member_id',
+        'rack_id',
+        'rebalance_timeout_ms',
+        'server_assignor',
+        'subscribed_topic_names',
+        'subscribed_topic_regex',
+        'topic_partitions',
     )
 
     def __init__(
@@ -69,15 +69,15 @@ class ConsumerGroupHeartbeatRequest(KafkaRequest["ConsumerGroupHeartbeatResponse
         self.topic_partitions = topic_partitions
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ConsumerGroupHeartbeatRequest"
+    NAME = 'ConsumerGroupHeartbeatRequest'
     API_KEY = 68
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
 
     class TopicPartitions(KafkaStruct):
-        __slots__ = ("partitions", "topic_id")
+        __slots__ = ('partitions', 'topic_id')
 
         def __init__(
             self,
@@ -92,13 +92,13 @@ class ConsumerGroupHeartbeatRequest(KafkaRequest["ConsumerGroupHeartbeatResponse
 
 class ConsumerGroupHeartbeatResponse(KafkaMessage):
     __slots__ = (
-        "assignment",
-        "error_code",
-        "error_message",
-        "heartbeat_interval_ms",
-        "member_epoch",
-        "member_id",
-        "throttle_time_ms",
+        'assignment',
+        'error_code',
+        'error_message',
+        'heartbeat_interval_ms',
+        'member_epoch',
+        'member_id',
+        'throttle_time_ms',
     )
 
     def __init__(
@@ -121,14 +121,14 @@ class ConsumerGroupHeartbeatResponse(KafkaMessage):
         self.assignment = assignment
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ConsumerGroupHeartbeatResponse"
+    NAME = 'ConsumerGroupHeartbeatResponse'
     API_KEY = 68
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class TopicPartitions(KafkaStruct):
-        __slots__ = ("partitions", "topic_id")
+        __slots__ = ('partitions', 'topic_id')
 
         def __init__(
             self,
@@ -140,8 +140,9 @@ class ConsumerGroupHeartbeatResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class Assignment(KafkaStruct):
-        __slots__ = ("topic_partitions",)
+        __slots__ = ('topic_partitions',)
 
         def __init__(
             self,
@@ -150,6 +151,7 @@ class ConsumerGroupHeartbeatResponse(KafkaMessage):
         ) -> None:
             self.topic_partitions = [] if topic_partitions is _wire.DEFAULT else topic_partitions
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 ConsumerGroupHeartbeatRequest.RESPONSE_CLASS = ConsumerGroupHeartbeatResponse
@@ -185,10 +187,7 @@ def _r_ConsumerGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ConsumerGrou
             pos = stop
         else:
             s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
-        (
-            s1_member_epoch,
-            size,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_member_epoch, size,) = _F_iB.unpack_from(buf, pos)
         pos += 4
         if 0 < size < 0x80:
             stop = pos + size
@@ -378,7 +377,7 @@ def _w_ConsumerGroupHeartbeatRequest_0(out: bytearray, o: ConsumerGroupHeartbeat
         out += _F_i.pack(o.rebalance_timeout_ms)
         x = o.subscribed_topic_names
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -402,7 +401,7 @@ def _w_ConsumerGroupHeartbeatRequest_0(out: bytearray, o: ConsumerGroupHeartbeat
             _wire.write_compact_string(out, x)
         x = o.topic_partitions
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -449,10 +448,7 @@ def _r_ConsumerGroupHeartbeatRequest_1(buf: Any, pos: int) -> tuple[ConsumerGrou
             pos = stop
         else:
             s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
-        (
-            s1_member_epoch,
-            size,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_member_epoch, size,) = _F_iB.unpack_from(buf, pos)
         pos += 4
         if 0 < size < 0x80:
             stop = pos + size
@@ -650,7 +646,7 @@ def _w_ConsumerGroupHeartbeatRequest_1(out: bytearray, o: ConsumerGroupHeartbeat
         out += _F_i.pack(o.rebalance_timeout_ms)
         x = o.subscribed_topic_names
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -681,7 +677,7 @@ def _w_ConsumerGroupHeartbeatRequest_1(out: bytearray, o: ConsumerGroupHeartbeat
             _wire.write_compact_string(out, x)
         x = o.topic_partitions
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -736,11 +732,7 @@ def _r_ConsumerGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[ConsumerGro
     u4: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -765,10 +757,7 @@ def _r_ConsumerGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[ConsumerGro
             pos += 1
         else:
             s1_member_id, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_member_epoch,
-            s1_heartbeat_interval_ms,
-        ) = _F_ii.unpack_from(buf, pos)
+        (s1_member_epoch, s1_heartbeat_interval_ms,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         (flag,) = _wire.INT8.unpack_from(buf, pos)
         pos += 1
@@ -895,9 +884,9 @@ def _w_ConsumerGroupHeartbeatResponse_0(out: bytearray, o: ConsumerGroupHeartbea
         out += _F_ii.pack(o.member_epoch, o.heartbeat_interval_ms)
         x = o.assignment
         if x is None:
-            out += b"\xff"
+            out += b'\xff'
         else:
-            out += b"\x01"
+            out += b'\x01'
             _w_ConsumerGroupHeartbeatResponse__Assignment_0(out, x)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
@@ -963,12 +952,12 @@ def _w_ConsumerGroupHeartbeatResponse__Assignment_0(
 _C_Request__TopicPartitions = ConsumerGroupHeartbeatRequest.TopicPartitions
 
 ConsumerGroupHeartbeatRequest._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("member_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("member_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('member_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('member_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "instance_id",
-        "string",
+        'instance_id',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -978,8 +967,8 @@ ConsumerGroupHeartbeatRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "rack_id",
-        "string",
+        'rack_id',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -988,10 +977,10 @@ ConsumerGroupHeartbeatRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("rebalance_timeout_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('rebalance_timeout_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "subscribed_topic_names",
-        "string",
+        'subscribed_topic_names',
+        'string',
         None,
         True,
         VersionRange(0, 1),
@@ -1001,8 +990,8 @@ ConsumerGroupHeartbeatRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "subscribed_topic_regex",
-        "string",
+        'subscribed_topic_regex',
+        'string',
         None,
         False,
         VersionRange(1, 1),
@@ -1012,8 +1001,8 @@ ConsumerGroupHeartbeatRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "server_assignor",
-        "string",
+        'server_assignor',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -1023,8 +1012,8 @@ ConsumerGroupHeartbeatRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "topic_partitions",
-        "TopicPartitions",
+        'topic_partitions',
+        'TopicPartitions',
         _C_Request__TopicPartitions,
         True,
         VersionRange(0, 1),
@@ -1035,8 +1024,8 @@ ConsumerGroupHeartbeatRequest._FIELDS = (
     ),
 )
 _C_Request__TopicPartitions._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("partitions", "int32", None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('partitions', 'int32', None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 ConsumerGroupHeartbeatRequest._READERS = {
     0: _r_ConsumerGroupHeartbeatRequest_0,
@@ -1051,11 +1040,11 @@ _C_Response__TopicPartitions = ConsumerGroupHeartbeatResponse.TopicPartitions
 _C_Response__Assignment = ConsumerGroupHeartbeatResponse.Assignment
 
 ConsumerGroupHeartbeatResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -1065,8 +1054,8 @@ ConsumerGroupHeartbeatResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "member_id",
-        "string",
+        'member_id',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -1075,11 +1064,11 @@ ConsumerGroupHeartbeatResponse._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("member_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("heartbeat_interval_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('member_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('heartbeat_interval_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "assignment",
-        "Assignment",
+        'assignment',
+        'Assignment',
         _C_Response__Assignment,
         False,
         VersionRange(0, 1),
@@ -1090,13 +1079,13 @@ ConsumerGroupHeartbeatResponse._FIELDS = (
     ),
 )
 _C_Response__TopicPartitions._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("partitions", "int32", None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('partitions', 'int32', None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 _C_Response__Assignment._FIELDS = (
     FieldInfo(
-        "topic_partitions",
-        "TopicPartitions",
+        'topic_partitions',
+        'TopicPartitions',
         _C_Response__TopicPartitions,
         True,
         VersionRange(0, 1),

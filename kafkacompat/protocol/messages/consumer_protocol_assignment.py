@@ -8,7 +8,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ConsumerProtocolAssignment"]
+__all__ = ['ConsumerProtocolAssignment']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -18,7 +18,7 @@ _PI_i = _wire.CLASSIC_PREFIXED["i"]
 
 
 class ConsumerProtocolAssignment(KafkaMessage):
-    __slots__ = ("assigned_partitions", "user_data")
+    __slots__ = ('assigned_partitions', 'user_data')
 
     def __init__(
         self,
@@ -27,25 +27,27 @@ class ConsumerProtocolAssignment(KafkaMessage):
         user_data: bytes | None = None,
     ) -> None:
         self.assigned_partitions = (
-            _wire.KeyedList() if assigned_partitions is _wire.DEFAULT else assigned_partitions
+            _wire.KeyedList()
+            if assigned_partitions is _wire.DEFAULT
+            else assigned_partitions
         )
         self.user_data = user_data
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ConsumerProtocolAssignment"
-    MESSAGE_TYPE = "data"
+    NAME = 'ConsumerProtocolAssignment'
+    MESSAGE_TYPE = 'data'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(1, 0)
 
     class TopicPartition(KafkaStruct):
-        __slots__ = ("partitions", "topic")
+        __slots__ = ('partitions', 'topic')
 
         def __init__(self, *, topic: str = "", partitions: list[int] = _wire.DEFAULT) -> None:
             self.topic = topic
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("topic",)
+        MAP_KEY = ('topic',)
 
 
 def _r_ConsumerProtocolAssignment_0(buf: Any, pos: int) -> tuple[ConsumerProtocolAssignment, int]:
@@ -129,7 +131,7 @@ def _w_ConsumerProtocolAssignment__TopicPartition_0(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -143,8 +145,8 @@ _C_ConsumerProtocolAssignment__TopicPartition = ConsumerProtocolAssignment.Topic
 
 ConsumerProtocolAssignment._FIELDS = (
     FieldInfo(
-        "assigned_partitions",
-        "TopicPartition",
+        'assigned_partitions',
+        'TopicPartition',
         _C_ConsumerProtocolAssignment__TopicPartition,
         True,
         VersionRange(0, 3),
@@ -154,8 +156,8 @@ ConsumerProtocolAssignment._FIELDS = (
         False,
     ),
     FieldInfo(
-        "user_data",
-        "bytes",
+        'user_data',
+        'bytes',
         None,
         False,
         VersionRange(0, 3),
@@ -166,8 +168,8 @@ ConsumerProtocolAssignment._FIELDS = (
     ),
 )
 _C_ConsumerProtocolAssignment__TopicPartition._FIELDS = (
-    FieldInfo("topic", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("partitions", "int32", None, True, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('topic', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('partitions', 'int32', None, True, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
 ConsumerProtocolAssignment._READERS = {
     0: _r_ConsumerProtocolAssignment_0,

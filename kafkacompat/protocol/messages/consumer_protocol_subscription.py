@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ConsumerProtocolSubscription"]
+__all__ = ['ConsumerProtocolSubscription']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -20,7 +20,7 @@ _PI_i = _wire.CLASSIC_PREFIXED["i"]
 
 
 class ConsumerProtocolSubscription(KafkaMessage):
-    __slots__ = ("generation_id", "owned_partitions", "rack_id", "topics", "user_data")
+    __slots__ = ('generation_id', 'owned_partitions', 'rack_id', 'topics', 'user_data')
 
     def __init__(
         self,
@@ -38,20 +38,20 @@ class ConsumerProtocolSubscription(KafkaMessage):
         self.rack_id = rack_id
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ConsumerProtocolSubscription"
-    MESSAGE_TYPE = "data"
+    NAME = 'ConsumerProtocolSubscription'
+    MESSAGE_TYPE = 'data'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(1, 0)
 
     class TopicPartition(KafkaStruct):
-        __slots__ = ("partitions", "topic")
+        __slots__ = ('partitions', 'topic')
 
         def __init__(self, *, topic: str = "", partitions: list[int] = _wire.DEFAULT) -> None:
             self.topic = topic
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("topic",)
+        MAP_KEY = ('topic',)
 
 
 def _r_ConsumerProtocolSubscription_0(buf: Any, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
@@ -405,7 +405,7 @@ def _w_ConsumerProtocolSubscription__TopicPartition_0(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -418,10 +418,10 @@ def _w_ConsumerProtocolSubscription__TopicPartition_0(
 _C_ConsumerProtocolSubscription__TopicPartition = ConsumerProtocolSubscription.TopicPartition
 
 ConsumerProtocolSubscription._FIELDS = (
-    FieldInfo("topics", "string", None, True, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('topics', 'string', None, True, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "user_data",
-        "bytes",
+        'user_data',
+        'bytes',
         None,
         False,
         VersionRange(0, 3),
@@ -431,8 +431,8 @@ ConsumerProtocolSubscription._FIELDS = (
         False,
     ),
     FieldInfo(
-        "owned_partitions",
-        "TopicPartition",
+        'owned_partitions',
+        'TopicPartition',
         _C_ConsumerProtocolSubscription__TopicPartition,
         True,
         VersionRange(1, 3),
@@ -441,10 +441,10 @@ ConsumerProtocolSubscription._FIELDS = (
         None,
         True,
     ),
-    FieldInfo("generation_id", "int32", None, False, VersionRange(2, 3), _NONE, _NONE, None, True),
+    FieldInfo('generation_id', 'int32', None, False, VersionRange(2, 3), _NONE, _NONE, None, True),
     FieldInfo(
-        "rack_id",
-        "string",
+        'rack_id',
+        'string',
         None,
         False,
         VersionRange(3, 3),
@@ -455,8 +455,8 @@ ConsumerProtocolSubscription._FIELDS = (
     ),
 )
 _C_ConsumerProtocolSubscription__TopicPartition._FIELDS = (
-    FieldInfo("topic", "string", None, False, VersionRange(1, 3), _NONE, _NONE, None, False),
-    FieldInfo("partitions", "int32", None, True, VersionRange(1, 3), _NONE, _NONE, None, False),
+    FieldInfo('topic', 'string', None, False, VersionRange(1, 3), _NONE, _NONE, None, False),
+    FieldInfo('partitions', 'int32', None, True, VersionRange(1, 3), _NONE, _NONE, None, False),
 )
 ConsumerProtocolSubscription._READERS = {
     0: _r_ConsumerProtocolSubscription_0,

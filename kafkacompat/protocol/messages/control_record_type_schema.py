@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ControlRecordTypeSchema"]
+__all__ = ['ControlRecordTypeSchema']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -18,14 +18,14 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class ControlRecordTypeSchema(KafkaMessage):
-    __slots__ = ("type",)
+    __slots__ = ('type',)
 
     def __init__(self, *, type: int = 0) -> None:
         self.type = type
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ControlRecordTypeSchema"
-    MESSAGE_TYPE = "data"
+    NAME = 'ControlRecordTypeSchema'
+    MESSAGE_TYPE = 'data'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(1, 0)
 
@@ -49,8 +49,9 @@ def _w_ControlRecordTypeSchema_0(out: bytearray, o: ControlRecordTypeSchema) -> 
         raise EncodeError(f"cannot write ControlRecordTypeSchema: {exc}") from None
 
 
+
 ControlRecordTypeSchema._FIELDS = (
-    FieldInfo("type", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('type', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 ControlRecordTypeSchema._READERS = {0: _r_ControlRecordTypeSchema_0}
 ControlRecordTypeSchema._WRITERS = {0: _w_ControlRecordTypeSchema_0}

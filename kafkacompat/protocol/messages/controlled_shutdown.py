@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ControlledShutdownRequest", "ControlledShutdownResponse"]
+__all__ = ['ControlledShutdownRequest', 'ControlledShutdownResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -21,27 +21,26 @@ _F_iqB = struct.Struct(">iqB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class ControlledShutdownRequest(KafkaRequest["ControlledShutdownResponse"]):
-    __slots__ = ("broker_epoch", "broker_id")
+class ControlledShutdownRequest(KafkaRequest['ControlledShutdownResponse']):
+    __slots__ = ('broker_epoch', 'broker_id')
 
     def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ControlledShutdownRequest"
+    NAME = 'ControlledShutdownRequest'
     API_KEY = 7
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
-    LISTENERS = ("zkBroker", "controller")
+    LISTENERS = ('zkBroker', 'controller')
     REMOVED_VERSIONS = VersionRange(0, 3)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "retired"
-
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'retired'
 
 class ControlledShutdownResponse(KafkaMessage):
-    __slots__ = ("error_code", "remaining_partitions")
+    __slots__ = ('error_code', 'remaining_partitions')
 
     def __init__(
         self,
@@ -51,28 +50,30 @@ class ControlledShutdownResponse(KafkaMessage):
     ) -> None:
         self.error_code = error_code
         self.remaining_partitions = (
-            _wire.KeyedList() if remaining_partitions is _wire.DEFAULT else remaining_partitions
+            _wire.KeyedList()
+            if remaining_partitions is _wire.DEFAULT
+            else remaining_partitions
         )
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ControlledShutdownResponse"
+    NAME = 'ControlledShutdownResponse'
     API_KEY = 7
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
     REMOVED_VERSIONS = VersionRange(0, 3)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "retired"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'retired'
 
     class RemainingPartition(KafkaStruct):
-        __slots__ = ("partition_index", "topic_name")
+        __slots__ = ('partition_index', 'topic_name')
 
         def __init__(self, *, topic_name: str = "", partition_index: int = 0) -> None:
             self.topic_name = topic_name
             self.partition_index = partition_index
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("topic_name", "partition_index")
+        MAP_KEY = ('topic_name', 'partition_index')
 
 
 ControlledShutdownRequest.RESPONSE_CLASS = ControlledShutdownResponse
@@ -100,10 +101,7 @@ def _w_ControlledShutdownRequest_0(out: bytearray, o: ControlledShutdownRequest)
 
 def _r_ControlledShutdownRequest_1(buf: Any, pos: int) -> tuple[ControlledShutdownRequest, int]:
     try:
-        (
-            s1_broker_id,
-            s1_broker_epoch,
-        ) = _F_iq.unpack_from(buf, pos)
+        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
         pos += 12
         o1 = _new(ControlledShutdownRequest)
         o1.broker_id = s1_broker_id
@@ -124,11 +122,7 @@ def _w_ControlledShutdownRequest_1(out: bytearray, o: ControlledShutdownRequest)
 def _r_ControlledShutdownRequest_2(buf: Any, pos: int) -> tuple[ControlledShutdownRequest, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_broker_id,
-            s1_broker_epoch,
-            t1,
-        ) = _F_iqB.unpack_from(buf, pos)
+        (s1_broker_id, s1_broker_epoch, t1,) = _F_iqB.unpack_from(buf, pos)
         pos += 13
         u1 = _NO_TAGS
         if t1:
@@ -245,10 +239,7 @@ def _r_ControlledShutdownResponse_1(buf: Any, pos: int) -> tuple[ControlledShutd
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
-                (
-                    s3_partition_index,
-                    t3,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_partition_index, t3,) = _F_iB.unpack_from(buf, pos)
                 pos += 5
                 u3 = _NO_TAGS
                 if t3:
@@ -349,9 +340,10 @@ def _w_ControlledShutdownResponse__RemainingPartition_1(
         raise EncodeError(f"cannot write RemainingPartition: {exc}") from None
 
 
+
 ControlledShutdownRequest._FIELDS = (
-    FieldInfo("broker_id", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("broker_epoch", "int64", None, False, VersionRange(2, 3), _NONE, _NONE, None, True),
+    FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('broker_epoch', 'int64', None, False, VersionRange(2, 3), _NONE, _NONE, None, True),
 )
 ControlledShutdownRequest._READERS = {
     0: _r_ControlledShutdownRequest_0,
@@ -369,10 +361,10 @@ ControlledShutdownRequest._WRITERS = {
 _C_Response__RemainingPartition = ControlledShutdownResponse.RemainingPartition
 
 ControlledShutdownResponse._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "remaining_partitions",
-        "RemainingPartition",
+        'remaining_partitions',
+        'RemainingPartition',
         _C_Response__RemainingPartition,
         True,
         VersionRange(0, 3),
@@ -383,8 +375,8 @@ ControlledShutdownResponse._FIELDS = (
     ),
 )
 _C_Response__RemainingPartition._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
 ControlledShutdownResponse._READERS = {
     0: _r_ControlledShutdownResponse_0,

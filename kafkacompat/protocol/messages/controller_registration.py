@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ControllerRegistrationRequest", "ControllerRegistrationResponse"]
+__all__ = ['ControllerRegistrationRequest', 'ControllerRegistrationResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -29,8 +29,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class ControllerRegistrationRequest(KafkaRequest["ControllerRegistrationResponse"]):
-    __slots__ = ("controller_id", "features", "incarnation_id", "listeners", "zk_migration_ready")
+class ControllerRegistrationRequest(KafkaRequest['ControllerRegistrationResponse']):
+    __slots__ = ('controller_id', 'features', 'incarnation_id', 'listeners', 'zk_migration_ready')
 
     def __init__(
         self,
@@ -48,15 +48,15 @@ class ControllerRegistrationRequest(KafkaRequest["ControllerRegistrationResponse
         self.features = _wire.KeyedList() if features is _wire.DEFAULT else features
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ControllerRegistrationRequest"
+    NAME = 'ControllerRegistrationRequest'
     API_KEY = 70
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("controller",)
+    LISTENERS = ('controller',)
 
     class Listener(KafkaStruct):
-        __slots__ = ("host", "name", "port", "security_protocol")
+        __slots__ = ('host', 'name', 'port', 'security_protocol')
 
         def __init__(
             self,
@@ -72,10 +72,10 @@ class ControllerRegistrationRequest(KafkaRequest["ControllerRegistrationResponse
             self.security_protocol = security_protocol
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
     class Feature(KafkaStruct):
-        __slots__ = ("max_supported_version", "min_supported_version", "name")
+        __slots__ = ('max_supported_version', 'min_supported_version', 'name')
 
         def __init__(
             self,
@@ -89,11 +89,10 @@ class ControllerRegistrationRequest(KafkaRequest["ControllerRegistrationResponse
             self.max_supported_version = max_supported_version
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
-
+        MAP_KEY = ('name',)
 
 class ControllerRegistrationResponse(KafkaMessage):
-    __slots__ = ("error_code", "error_message", "throttle_time_ms")
+    __slots__ = ('error_code', 'error_message', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -107,9 +106,9 @@ class ControllerRegistrationResponse(KafkaMessage):
         self.error_message = error_message
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ControllerRegistrationResponse"
+    NAME = 'ControllerRegistrationResponse'
     API_KEY = 70
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -165,11 +164,7 @@ def _r_ControllerRegistrationRequest_0(buf: Any, pos: int) -> tuple[ControllerRe
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    s3_security_protocol,
-                    t3,
-                ) = _F_HhB.unpack_from(buf, pos)
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
                 pos += 5
                 u3 = _NO_TAGS
                 if t3:
@@ -209,11 +204,7 @@ def _r_ControllerRegistrationRequest_0(buf: Any, pos: int) -> tuple[ControllerRe
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (
-                    s5_min_supported_version,
-                    s5_max_supported_version,
-                    t5,
-                ) = _F_hhB.unpack_from(buf, pos)
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
                 pos += 5
                 u5 = _NO_TAGS
                 if t5:
@@ -354,11 +345,7 @@ def _r_ControllerRegistrationResponse_0(buf: Any, pos: int) -> tuple[ControllerR
     u1: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -416,12 +403,12 @@ _C_Request__Listener = ControllerRegistrationRequest.Listener
 _C_Request__Feature = ControllerRegistrationRequest.Feature
 
 ControllerRegistrationRequest._FIELDS = (
-    FieldInfo("controller_id", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("incarnation_id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("zk_migration_ready", "bool", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('controller_id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('incarnation_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('zk_migration_ready', 'bool', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "listeners",
-        "Listener",
+        'listeners',
+        'Listener',
         _C_Request__Listener,
         True,
         VersionRange(0, 0),
@@ -431,8 +418,8 @@ ControllerRegistrationRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "features",
-        "Feature",
+        'features',
+        'Feature',
         _C_Request__Feature,
         True,
         VersionRange(0, 0),
@@ -443,26 +430,26 @@ ControllerRegistrationRequest._FIELDS = (
     ),
 )
 _C_Request__Listener._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("port", "uint16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("security_protocol", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('port', 'uint16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('security_protocol', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_Request__Feature._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("min_supported_version", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("max_supported_version", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('min_supported_version', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('max_supported_version', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 ControllerRegistrationRequest._READERS = {0: _r_ControllerRegistrationRequest_0}
 ControllerRegistrationRequest._WRITERS = {0: _w_ControllerRegistrationRequest_0}
 
 
 ControllerRegistrationResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 0),

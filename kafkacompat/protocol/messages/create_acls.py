@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["CreateAclsRequest", "CreateAclsResponse"]
+__all__ = ['CreateAclsRequest', 'CreateAclsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -23,33 +23,33 @@ _F_i = struct.Struct(">i")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class CreateAclsRequest(KafkaRequest["CreateAclsResponse"]):
-    __slots__ = ("creations",)
+class CreateAclsRequest(KafkaRequest['CreateAclsResponse']):
+    __slots__ = ('creations',)
 
     def __init__(self, *, creations: list[CreateAclsRequest.AclCreation] = _wire.DEFAULT) -> None:
         self.creations = [] if creations is _wire.DEFAULT else creations
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "CreateAclsRequest"
+    NAME = 'CreateAclsRequest'
     API_KEY = 30
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 0)
-    LISTENERS = ("broker", "controller")
+    LISTENERS = ('broker', 'controller')
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class AclCreation(KafkaStruct):
         __slots__ = (
-            "host",
-            "operation",
-            "permission_type",
-            "principal",
-            "resource_name",
-            "resource_pattern_type",
-            "resource_type",
+            'host',
+            'operation',
+            'permission_type',
+            'principal',
+            'resource_name',
+            'resource_pattern_type',
+            'resource_type',
         )
 
         def __init__(
@@ -74,7 +74,7 @@ class CreateAclsRequest(KafkaRequest["CreateAclsResponse"]):
 
 
 class CreateAclsResponse(KafkaMessage):
-    __slots__ = ("results", "throttle_time_ms")
+    __slots__ = ('results', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -86,22 +86,23 @@ class CreateAclsResponse(KafkaMessage):
         self.results = [] if results is _wire.DEFAULT else results
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "CreateAclsResponse"
+    NAME = 'CreateAclsResponse'
     API_KEY = 30
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class AclCreationResult(KafkaStruct):
-        __slots__ = ("error_code", "error_message")
+        __slots__ = ('error_code', 'error_message')
 
         def __init__(self, *, error_code: int = 0, error_message: str | None = "") -> None:
             self.error_code = error_code
             self.error_message = error_message
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 CreateAclsRequest.RESPONSE_CLASS = CreateAclsResponse
@@ -153,10 +154,7 @@ def _r_CreateAclsRequest_0(buf: Any, pos: int) -> tuple[CreateAclsRequest, int]:
                     s3_host, pos = _wire.read_string(buf, pos)
                     if s3_host is None:
                         raise _wire.null_error("host", pos)
-                (
-                    s3_operation,
-                    s3_permission_type,
-                ) = _F_bb.unpack_from(buf, pos)
+                (s3_operation, s3_permission_type,) = _F_bb.unpack_from(buf, pos)
                 pos += 2
                 o3 = _new(_C_Request__AclCreation)
                 o3.resource_type = s3_resource_type
@@ -239,10 +237,7 @@ def _r_CreateAclsRequest_1(buf: Any, pos: int) -> tuple[CreateAclsRequest, int]:
                     s3_host, pos = _wire.read_string(buf, pos)
                     if s3_host is None:
                         raise _wire.null_error("host", pos)
-                (
-                    s3_operation,
-                    s3_permission_type,
-                ) = _F_bb.unpack_from(buf, pos)
+                (s3_operation, s3_permission_type,) = _F_bb.unpack_from(buf, pos)
                 pos += 2
                 o3 = _new(_C_Request__AclCreation)
                 o3.resource_type = s3_resource_type
@@ -294,10 +289,7 @@ def _r_CreateAclsRequest_2(buf: Any, pos: int) -> tuple[CreateAclsRequest, int]:
             s1_creations = []
             add2 = s1_creations.append
             for _ in range(n):
-                (
-                    s3_resource_type,
-                    size,
-                ) = _F_bB.unpack_from(buf, pos)
+                (s3_resource_type, size,) = _F_bB.unpack_from(buf, pos)
                 pos += 1
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -307,10 +299,7 @@ def _r_CreateAclsRequest_2(buf: Any, pos: int) -> tuple[CreateAclsRequest, int]:
                     pos = stop
                 else:
                     s3_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
-                (
-                    s3_resource_pattern_type,
-                    size,
-                ) = _F_bB.unpack_from(buf, pos)
+                (s3_resource_pattern_type, size,) = _F_bB.unpack_from(buf, pos)
                 pos += 1
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -329,11 +318,7 @@ def _r_CreateAclsRequest_2(buf: Any, pos: int) -> tuple[CreateAclsRequest, int]:
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_operation,
-                    s3_permission_type,
-                    t3,
-                ) = _F_bbB.unpack_from(buf, pos)
+                (s3_operation, s3_permission_type, t3,) = _F_bbB.unpack_from(buf, pos)
                 pos += 3
                 u3 = _NO_TAGS
                 if t3:
@@ -561,10 +546,7 @@ def _r_CreateAclsResponse_1(buf: Any, pos: int) -> tuple[CreateAclsResponse, int
             s1_results = []
             add2 = s1_results.append
             for _ in range(n):
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -677,8 +659,8 @@ _C_Request__AclCreation = CreateAclsRequest.AclCreation
 
 CreateAclsRequest._FIELDS = (
     FieldInfo(
-        "creations",
-        "AclCreation",
+        'creations',
+        'AclCreation',
         _C_Request__AclCreation,
         True,
         VersionRange(0, 3),
@@ -689,13 +671,13 @@ CreateAclsRequest._FIELDS = (
     ),
 )
 _C_Request__AclCreation._FIELDS = (
-    FieldInfo("resource_type", "int8", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("resource_name", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("resource_pattern_type", "int8", None, False, VersionRange(1, 3), _NONE, _NONE, None, False),
-    FieldInfo("principal", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("operation", "int8", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("permission_type", "int8", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('resource_type', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('resource_name', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('resource_pattern_type', 'int8', None, False, VersionRange(1, 3), _NONE, _NONE, None, False),
+    FieldInfo('principal', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('operation', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('permission_type', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
 CreateAclsRequest._READERS = {
     0: _r_CreateAclsRequest_0,
@@ -713,10 +695,10 @@ CreateAclsRequest._WRITERS = {
 _C_Response__AclCreationResult = CreateAclsResponse.AclCreationResult
 
 CreateAclsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "results",
-        "AclCreationResult",
+        'results',
+        'AclCreationResult',
         _C_Response__AclCreationResult,
         True,
         VersionRange(0, 3),
@@ -727,10 +709,10 @@ CreateAclsResponse._FIELDS = (
     ),
 )
 _C_Response__AclCreationResult._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 3),

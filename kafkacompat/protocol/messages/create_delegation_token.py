@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["CreateDelegationTokenRequest", "CreateDelegationTokenResponse"]
+__all__ = ['CreateDelegationTokenRequest', 'CreateDelegationTokenResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -24,8 +24,8 @@ _F_qqqB = struct.Struct(">qqqB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class CreateDelegationTokenRequest(KafkaRequest["CreateDelegationTokenResponse"]):
-    __slots__ = ("max_lifetime_ms", "owner_principal_name", "owner_principal_type", "renewers")
+class CreateDelegationTokenRequest(KafkaRequest['CreateDelegationTokenResponse']):
+    __slots__ = ('max_lifetime_ms', 'owner_principal_name', 'owner_principal_type', 'renewers')
 
     def __init__(
         self,
@@ -41,19 +41,19 @@ class CreateDelegationTokenRequest(KafkaRequest["CreateDelegationTokenResponse"]
         self.max_lifetime_ms = max_lifetime_ms
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "CreateDelegationTokenRequest"
+    NAME = 'CreateDelegationTokenRequest'
     API_KEY = 38
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 0)
-    LISTENERS = ("broker", "controller")
+    LISTENERS = ('broker', 'controller')
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class CreatableRenewers(KafkaStruct):
-        __slots__ = ("principal_name", "principal_type")
+        __slots__ = ('principal_name', 'principal_type')
 
         def __init__(self, *, principal_type: str = "", principal_name: str = "") -> None:
             self.principal_type = principal_type
@@ -63,17 +63,17 @@ class CreateDelegationTokenRequest(KafkaRequest["CreateDelegationTokenResponse"]
 
 class CreateDelegationTokenResponse(KafkaMessage):
     __slots__ = (
-        "error_code",
-        "expiry_timestamp_ms",
-        "hmac",
-        "issue_timestamp_ms",
-        "max_timestamp_ms",
-        "principal_name",
-        "principal_type",
-        "throttle_time_ms",
-        "token_id",
-        "token_requester_principal_name",
-        "token_requester_principal_type",
+        'error_code',
+        'expiry_timestamp_ms',
+        'hmac',
+        'issue_timestamp_ms',
+        'max_timestamp_ms',
+        'principal_name',
+        'principal_type',
+        'throttle_time_ms',
+        'token_id',
+        'token_requester_principal_name',
+        'token_requester_principal_type',
     )
 
     def __init__(
@@ -104,14 +104,14 @@ class CreateDelegationTokenResponse(KafkaMessage):
         self.throttle_time_ms = throttle_time_ms
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "CreateDelegationTokenResponse"
+    NAME = 'CreateDelegationTokenResponse'
     API_KEY = 38
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
 
 CreateDelegationTokenRequest.RESPONSE_CLASS = CreateDelegationTokenResponse
@@ -244,10 +244,7 @@ def _r_CreateDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[CreateDelegat
                 o3.principal_name = s3_principal_name
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_max_lifetime_ms,
-            t1,
-        ) = _F_qB.unpack_from(buf, pos)
+        (s1_max_lifetime_ms, t1,) = _F_qB.unpack_from(buf, pos)
         pos += 9
         u1 = _NO_TAGS
         if t1:
@@ -380,10 +377,7 @@ def _r_CreateDelegationTokenRequest_2(buf: Any, pos: int) -> tuple[CreateDelegat
                 o3.principal_name = s3_principal_name
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_max_lifetime_ms,
-            t1,
-        ) = _F_qB.unpack_from(buf, pos)
+        (s1_max_lifetime_ms, t1,) = _F_qB.unpack_from(buf, pos)
         pos += 9
         u1 = _NO_TAGS
         if t1:
@@ -521,11 +515,7 @@ def _r_CreateDelegationTokenResponse_0(buf: Any, pos: int) -> tuple[CreateDelega
             s1_principal_name, pos = _wire.read_string(buf, pos)
             if s1_principal_name is None:
                 raise _wire.null_error("principal_name", pos)
-        (
-            s1_issue_timestamp_ms,
-            s1_expiry_timestamp_ms,
-            s1_max_timestamp_ms,
-        ) = _F_qqq.unpack_from(buf, pos)
+        (s1_issue_timestamp_ms, s1_expiry_timestamp_ms, s1_max_timestamp_ms,) = _F_qqq.unpack_from(buf, pos)
         pos += 24
         size = buf[pos] << 8 | buf[pos + 1]
         if size < 0x8000:
@@ -601,10 +591,7 @@ def _r_CreateDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[CreateDelega
     u1: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_error_code,
-            size,
-        ) = _F_hB.unpack_from(buf, pos)
+        (s1_error_code, size,) = _F_hB.unpack_from(buf, pos)
         pos += 2
         if 0 < size < 0x80:
             stop = pos + size
@@ -641,10 +628,7 @@ def _r_CreateDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[CreateDelega
         s1_hmac, pos = _wire.read_compact_bytes(buf, pos)
         if s1_hmac is None:
             raise _wire.null_error("hmac", pos)
-        (
-            s1_throttle_time_ms,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -734,10 +718,7 @@ def _r_CreateDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[CreateDelega
     u1: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_error_code,
-            size,
-        ) = _F_hB.unpack_from(buf, pos)
+        (s1_error_code, size,) = _F_hB.unpack_from(buf, pos)
         pos += 2
         if 0 < size < 0x80:
             stop = pos + size
@@ -800,10 +781,7 @@ def _r_CreateDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[CreateDelega
         s1_hmac, pos = _wire.read_compact_bytes(buf, pos)
         if s1_hmac is None:
             raise _wire.null_error("hmac", pos)
-        (
-            s1_throttle_time_ms,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -901,8 +879,8 @@ _C_Request__CreatableRenewers = CreateDelegationTokenRequest.CreatableRenewers
 
 CreateDelegationTokenRequest._FIELDS = (
     FieldInfo(
-        "owner_principal_type",
-        "string",
+        'owner_principal_type',
+        'string',
         None,
         False,
         VersionRange(3, 3),
@@ -912,8 +890,8 @@ CreateDelegationTokenRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "owner_principal_name",
-        "string",
+        'owner_principal_name',
+        'string',
         None,
         False,
         VersionRange(3, 3),
@@ -923,8 +901,8 @@ CreateDelegationTokenRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "renewers",
-        "CreatableRenewers",
+        'renewers',
+        'CreatableRenewers',
         _C_Request__CreatableRenewers,
         True,
         VersionRange(0, 3),
@@ -933,11 +911,11 @@ CreateDelegationTokenRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("max_lifetime_ms", "int64", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('max_lifetime_ms', 'int64', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
 _C_Request__CreatableRenewers._FIELDS = (
-    FieldInfo("principal_type", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("principal_name", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('principal_type', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('principal_name', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
 CreateDelegationTokenRequest._READERS = {
     0: _r_CreateDelegationTokenRequest_0,
@@ -954,12 +932,12 @@ CreateDelegationTokenRequest._WRITERS = {
 
 
 CreateDelegationTokenResponse._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("principal_type", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("principal_name", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('principal_type', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('principal_name', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "token_requester_principal_type",
-        "string",
+        'token_requester_principal_type',
+        'string',
         None,
         False,
         VersionRange(3, 3),
@@ -969,8 +947,8 @@ CreateDelegationTokenResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "token_requester_principal_name",
-        "string",
+        'token_requester_principal_name',
+        'string',
         None,
         False,
         VersionRange(3, 3),
@@ -979,12 +957,12 @@ CreateDelegationTokenResponse._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("issue_timestamp_ms", "int64", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("expiry_timestamp_ms", "int64", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("max_timestamp_ms", "int64", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("token_id", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("hmac", "bytes", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('issue_timestamp_ms', 'int64', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('expiry_timestamp_ms', 'int64', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('max_timestamp_ms', 'int64', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('token_id', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('hmac', 'bytes', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
 CreateDelegationTokenResponse._READERS = {
     0: _r_CreateDelegationTokenResponse_0,

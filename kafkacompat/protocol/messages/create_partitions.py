@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["CreatePartitionsRequest", "CreatePartitionsResponse"]
+__all__ = ['CreatePartitionsRequest', 'CreatePartitionsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -25,8 +25,8 @@ _PC_i = _wire.COMPACT_PREFIXED["i"]
 _PI_i = _wire.CLASSIC_PREFIXED["i"]
 
 
-class CreatePartitionsRequest(KafkaRequest["CreatePartitionsResponse"]):
-    __slots__ = ("timeout_ms", "topics", "validate_only")
+class CreatePartitionsRequest(KafkaRequest['CreatePartitionsResponse']):
+    __slots__ = ('timeout_ms', 'topics', 'validate_only')
 
     def __init__(
         self,
@@ -40,22 +40,23 @@ class CreatePartitionsRequest(KafkaRequest["CreatePartitionsResponse"]):
         self.validate_only = validate_only
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "CreatePartitionsRequest"
+    NAME = 'CreatePartitionsRequest'
     API_KEY = 37
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
-    LISTENERS = ("broker", "controller")
+    LISTENERS = ('broker', 'controller')
 
     class CreatePartitionsAssignment(KafkaStruct):
-        __slots__ = ("broker_ids",)
+        __slots__ = ('broker_ids',)
 
         def __init__(self, *, broker_ids: list[int] = _wire.DEFAULT) -> None:
             self.broker_ids = [] if broker_ids is _wire.DEFAULT else broker_ids
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class CreatePartitionsTopic(KafkaStruct):
-        __slots__ = ("assignments", "count", "name")
+        __slots__ = ('assignments', 'count', 'name')
 
         def __init__(
             self,
@@ -69,11 +70,10 @@ class CreatePartitionsRequest(KafkaRequest["CreatePartitionsResponse"]):
             self.assignments = [] if assignments is _wire.DEFAULT else assignments
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
-
+        MAP_KEY = ('name',)
 
 class CreatePartitionsResponse(KafkaMessage):
-    __slots__ = ("results", "throttle_time_ms")
+    __slots__ = ('results', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -85,20 +85,21 @@ class CreatePartitionsResponse(KafkaMessage):
         self.results = [] if results is _wire.DEFAULT else results
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "CreatePartitionsResponse"
+    NAME = 'CreatePartitionsResponse'
     API_KEY = 37
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
 
     class CreatePartitionsTopicResult(KafkaStruct):
-        __slots__ = ("error_code", "error_message", "name")
+        __slots__ = ('error_code', 'error_message', 'name')
 
         def __init__(self, *, name: str = "", error_code: int = 0, error_message: str | None = None) -> None:
             self.name = name
             self.error_code = error_code
             self.error_message = error_message
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 CreatePartitionsRequest.RESPONSE_CLASS = CreatePartitionsResponse
@@ -157,10 +158,7 @@ def _r_CreatePartitionsRequest_0(buf: Any, pos: int) -> tuple[CreatePartitionsRe
                 o3.assignments = s3_assignments
                 o3._unknown_tags = _NO_TAGS
                 add2(o3)
-        (
-            s1_timeout_ms,
-            s1_validate_only,
-        ) = _F_io.unpack_from(buf, pos)
+        (s1_timeout_ms, s1_validate_only,) = _F_io.unpack_from(buf, pos)
         pos += 5
         o1 = _new(CreatePartitionsRequest)
         o1.topics = s1_topics
@@ -286,11 +284,7 @@ def _r_CreatePartitionsRequest_1(buf: Any, pos: int) -> tuple[CreatePartitionsRe
                 o3.assignments = s3_assignments
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_timeout_ms,
-            s1_validate_only,
-            t1,
-        ) = _F_ioB.unpack_from(buf, pos)
+        (s1_timeout_ms, s1_validate_only, t1,) = _F_ioB.unpack_from(buf, pos)
         pos += 6
         u1 = _NO_TAGS
         if t1:
@@ -348,7 +342,7 @@ def _w_CreatePartitionsRequest__CreatePartitionsAssignment_0(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -398,7 +392,7 @@ def _w_CreatePartitionsRequest__CreatePartitionsTopic_0(
         out += _F_i.pack(o.count)
         x = o.assignments
         if x is None:
-            out += b"\xff\xff\xff\xff"
+            out += b'\xff\xff\xff\xff'
         else:
             out += _wire.INT32.pack(len(x))
             for item in x:
@@ -426,7 +420,7 @@ def _w_CreatePartitionsRequest__CreatePartitionsTopic_1(
         out += _F_i.pack(o.count)
         x = o.assignments
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -538,10 +532,7 @@ def _r_CreatePartitionsResponse_1(buf: Any, pos: int) -> tuple[CreatePartitionsR
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -669,8 +660,8 @@ _C_Request__CreatePartitionsTopic = CreatePartitionsRequest.CreatePartitionsTopi
 
 CreatePartitionsRequest._FIELDS = (
     FieldInfo(
-        "topics",
-        "CreatePartitionsTopic",
+        'topics',
+        'CreatePartitionsTopic',
         _C_Request__CreatePartitionsTopic,
         True,
         VersionRange(0, 3),
@@ -679,18 +670,18 @@ CreatePartitionsRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("timeout_ms", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("validate_only", "bool", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('timeout_ms', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('validate_only', 'bool', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
 _C_Request__CreatePartitionsAssignment._FIELDS = (
-    FieldInfo("broker_ids", "int32", None, True, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('broker_ids', 'int32', None, True, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
 _C_Request__CreatePartitionsTopic._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("count", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('count', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "assignments",
-        "CreatePartitionsAssignment",
+        'assignments',
+        'CreatePartitionsAssignment',
         _C_Request__CreatePartitionsAssignment,
         True,
         VersionRange(0, 3),
@@ -716,10 +707,10 @@ CreatePartitionsRequest._WRITERS = {
 _C_Response__CreatePartitionsTopicResult = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 CreatePartitionsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "results",
-        "CreatePartitionsTopicResult",
+        'results',
+        'CreatePartitionsTopicResult',
         _C_Response__CreatePartitionsTopicResult,
         True,
         VersionRange(0, 3),
@@ -730,11 +721,11 @@ CreatePartitionsResponse._FIELDS = (
     ),
 )
 _C_Response__CreatePartitionsTopicResult._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 3),

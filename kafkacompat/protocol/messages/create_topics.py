@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["CreateTopicsRequest", "CreateTopicsResponse"]
+__all__ = ['CreateTopicsRequest', 'CreateTopicsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -34,8 +34,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class CreateTopicsRequest(KafkaRequest["CreateTopicsResponse"]):
-    __slots__ = ("timeout_ms", "topics", "validate_only")
+class CreateTopicsRequest(KafkaRequest['CreateTopicsResponse']):
+    __slots__ = ('timeout_ms', 'topics', 'validate_only')
 
     def __init__(
         self,
@@ -49,39 +49,39 @@ class CreateTopicsRequest(KafkaRequest["CreateTopicsResponse"]):
         self.validate_only = validate_only
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "CreateTopicsRequest"
+    NAME = 'CreateTopicsRequest'
     API_KEY = 19
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 7)
     FLEXIBLE_VERSIONS = VersionRange(5, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 1)
-    LISTENERS = ("broker", "controller")
+    LISTENERS = ('broker', 'controller')
     REMOVED_VERSIONS = VersionRange(0, 1)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class CreatableReplicaAssignment(KafkaStruct):
-        __slots__ = ("broker_ids", "partition_index")
+        __slots__ = ('broker_ids', 'partition_index')
 
         def __init__(self, *, partition_index: int = 0, broker_ids: list[int] = _wire.DEFAULT) -> None:
             self.partition_index = partition_index
             self.broker_ids = [] if broker_ids is _wire.DEFAULT else broker_ids
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("partition_index",)
+        MAP_KEY = ('partition_index',)
 
     class CreatableTopicConfig(KafkaStruct):
-        __slots__ = ("name", "value")
+        __slots__ = ('name', 'value')
 
         def __init__(self, *, name: str = "", value: str | None = "") -> None:
             self.name = name
             self.value = value
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
     class CreatableTopic(KafkaStruct):
-        __slots__ = ("assignments", "configs", "name", "num_partitions", "replication_factor")
+        __slots__ = ('assignments', 'configs', 'name', 'num_partitions', 'replication_factor')
 
         def __init__(
             self,
@@ -99,11 +99,10 @@ class CreateTopicsRequest(KafkaRequest["CreateTopicsResponse"]):
             self.configs = _wire.KeyedList() if configs is _wire.DEFAULT else configs
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
-
+        MAP_KEY = ('name',)
 
 class CreateTopicsResponse(KafkaMessage):
-    __slots__ = ("throttle_time_ms", "topics")
+    __slots__ = ('throttle_time_ms', 'topics')
 
     def __init__(
         self,
@@ -115,17 +114,17 @@ class CreateTopicsResponse(KafkaMessage):
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "CreateTopicsResponse"
+    NAME = 'CreateTopicsResponse'
     API_KEY = 19
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 7)
     FLEXIBLE_VERSIONS = VersionRange(5, 32767)
     REMOVED_VERSIONS = VersionRange(0, 1)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class CreatableTopicConfigs(KafkaStruct):
-        __slots__ = ("config_source", "is_sensitive", "name", "read_only", "value")
+        __slots__ = ('config_source', 'is_sensitive', 'name', 'read_only', 'value')
 
         def __init__(
             self,
@@ -143,16 +142,17 @@ class CreateTopicsResponse(KafkaMessage):
             self.is_sensitive = is_sensitive
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class CreatableTopicResult(KafkaStruct):
         __slots__ = (
-            "configs",
-            "error_code",
-            "error_message",
-            "name",
-            "num_partitions",
-            "replication_factor",
-            "topic_config_error_code",
-            "topic_id",
+            'configs',
+            'error_code',
+            'error_message',
+            'name',
+            'num_partitions',
+            'replication_factor',
+            'topic_config_error_code',
+            'topic_id',
         )
 
         def __init__(
@@ -177,7 +177,7 @@ class CreateTopicsResponse(KafkaMessage):
             self.configs = [] if configs is _wire.DEFAULT else configs
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
 
 CreateTopicsRequest.RESPONSE_CLASS = CreateTopicsResponse
@@ -209,10 +209,7 @@ def _r_CreateTopicsRequest_0(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
                     s3_name, pos = _wire.read_string(buf, pos)
                     if s3_name is None:
                         raise _wire.null_error("name", pos)
-                (
-                    s3_num_partitions,
-                    s3_replication_factor,
-                ) = _F_ih.unpack_from(buf, pos)
+                (s3_num_partitions, s3_replication_factor,) = _F_ih.unpack_from(buf, pos)
                 pos += 6
                 n, pos = _wire.read_array_count(buf, pos)
                 if n < 0:
@@ -336,10 +333,7 @@ def _r_CreateTopicsRequest_1(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
                     s3_name, pos = _wire.read_string(buf, pos)
                     if s3_name is None:
                         raise _wire.null_error("name", pos)
-                (
-                    s3_num_partitions,
-                    s3_replication_factor,
-                ) = _F_ih.unpack_from(buf, pos)
+                (s3_num_partitions, s3_replication_factor,) = _F_ih.unpack_from(buf, pos)
                 pos += 6
                 n, pos = _wire.read_array_count(buf, pos)
                 if n < 0:
@@ -405,10 +399,7 @@ def _r_CreateTopicsRequest_1(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
                 o3.configs = s3_configs
                 o3._unknown_tags = _NO_TAGS
                 add2(o3)
-        (
-            s1_timeout_ms,
-            s1_validate_only,
-        ) = _F_io.unpack_from(buf, pos)
+        (s1_timeout_ms, s1_validate_only,) = _F_io.unpack_from(buf, pos)
         pos += 5
         o1 = _new(CreateTopicsRequest)
         o1.topics = s1_topics
@@ -468,10 +459,7 @@ def _r_CreateTopicsRequest_2(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (
-                    s3_num_partitions,
-                    s3_replication_factor,
-                ) = _F_ih.unpack_from(buf, pos)
+                (s3_num_partitions, s3_replication_factor,) = _F_ih.unpack_from(buf, pos)
                 pos += 6
                 n = buf[pos] - 1
                 if n < 0x7F:
@@ -484,10 +472,7 @@ def _r_CreateTopicsRequest_2(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
                     s3_assignments = _wire.KeyedList()
                     add4 = s3_assignments.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            c,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s5_partition_index, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
                         if c == 1:  # empty (offline replicas, mostly): no unpack
                             s5_broker_ids = []
@@ -596,11 +581,7 @@ def _r_CreateTopicsRequest_2(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
                 o3.configs = s3_configs
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_timeout_ms,
-            s1_validate_only,
-            t1,
-        ) = _F_ioB.unpack_from(buf, pos)
+        (s1_timeout_ms, s1_validate_only, t1,) = _F_ioB.unpack_from(buf, pos)
         pos += 6
         u1 = _NO_TAGS
         if t1:
@@ -659,7 +640,7 @@ def _w_CreateTopicsRequest__CreatableReplicaAssignment_0(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -1043,10 +1024,7 @@ def _r_CreateTopicsResponse_3(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -1059,10 +1037,7 @@ def _r_CreateTopicsResponse_3(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
                     pos += 1
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
-                (
-                    s3_num_partitions,
-                    s3_replication_factor,
-                ) = _F_ih.unpack_from(buf, pos)
+                (s3_num_partitions, s3_replication_factor,) = _F_ih.unpack_from(buf, pos)
                 pos += 6
                 n = buf[pos] - 1
                 if n < 0x7F:
@@ -1096,12 +1071,7 @@ def _r_CreateTopicsResponse_3(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
                             pos += 1
                         else:
                             s5_value, pos = _wire.read_compact_string(buf, pos)
-                        (
-                            s5_read_only,
-                            s5_config_source,
-                            s5_is_sensitive,
-                            t5,
-                        ) = _F_oboB.unpack_from(buf, pos)
+                        (s5_read_only, s5_config_source, s5_is_sensitive, t5,) = _F_oboB.unpack_from(buf, pos)
                         pos += 4
                         u5 = _NO_TAGS
                         if t5:
@@ -1238,10 +1208,7 @@ def _r_CreateTopicsResponse_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
                 _set(s3_topic_id, "int", _from_bytes(buf[pos:stop]))
                 _set(s3_topic_id, "is_safe", _UUID_SAFE)
                 pos = stop
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -1254,10 +1221,7 @@ def _r_CreateTopicsResponse_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
                     pos += 1
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
-                (
-                    s3_num_partitions,
-                    s3_replication_factor,
-                ) = _F_ih.unpack_from(buf, pos)
+                (s3_num_partitions, s3_replication_factor,) = _F_ih.unpack_from(buf, pos)
                 pos += 6
                 n = buf[pos] - 1
                 if n < 0x7F:
@@ -1291,12 +1255,7 @@ def _r_CreateTopicsResponse_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
                             pos += 1
                         else:
                             s5_value, pos = _wire.read_compact_string(buf, pos)
-                        (
-                            s5_read_only,
-                            s5_config_source,
-                            s5_is_sensitive,
-                            t5,
-                        ) = _F_oboB.unpack_from(buf, pos)
+                        (s5_read_only, s5_config_source, s5_is_sensitive, t5,) = _F_oboB.unpack_from(buf, pos)
                         pos += 4
                         u5 = _NO_TAGS
                         if t5:
@@ -1484,7 +1443,7 @@ def _w_CreateTopicsResponse__CreatableTopicResult_2(
         out += _F_ih.pack(o.num_partitions, o.replication_factor)
         x = o.configs
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -1535,7 +1494,7 @@ def _w_CreateTopicsResponse__CreatableTopicResult_3(
         out += _F_ih.pack(o.num_partitions, o.replication_factor)
         x = o.configs
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -1563,8 +1522,8 @@ _C_Request__CreatableTopic = CreateTopicsRequest.CreatableTopic
 
 CreateTopicsRequest._FIELDS = (
     FieldInfo(
-        "topics",
-        "CreatableTopic",
+        'topics',
+        'CreatableTopic',
         _C_Request__CreatableTopic,
         True,
         VersionRange(0, 7),
@@ -1573,24 +1532,24 @@ CreateTopicsRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("timeout_ms", "int32", None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
-    FieldInfo("validate_only", "bool", None, False, VersionRange(1, 7), _NONE, _NONE, None, False),
+    FieldInfo('timeout_ms', 'int32', None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('validate_only', 'bool', None, False, VersionRange(1, 7), _NONE, _NONE, None, False),
 )
 _C_Request__CreatableReplicaAssignment._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
-    FieldInfo("broker_ids", "int32", None, True, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('broker_ids', 'int32', None, True, VersionRange(0, 7), _NONE, _NONE, None, False),
 )
 _C_Request__CreatableTopicConfig._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
-    FieldInfo("value", "string", None, False, VersionRange(0, 7), VersionRange(0, 32767), _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('value', 'string', None, False, VersionRange(0, 7), VersionRange(0, 32767), _NONE, None, False),
 )
 _C_Request__CreatableTopic._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
-    FieldInfo("num_partitions", "int32", None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
-    FieldInfo("replication_factor", "int16", None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('num_partitions', 'int32', None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('replication_factor', 'int16', None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
     FieldInfo(
-        "assignments",
-        "CreatableReplicaAssignment",
+        'assignments',
+        'CreatableReplicaAssignment',
         _C_Request__CreatableReplicaAssignment,
         True,
         VersionRange(0, 7),
@@ -1600,8 +1559,8 @@ _C_Request__CreatableTopic._FIELDS = (
         False,
     ),
     FieldInfo(
-        "configs",
-        "CreatableTopicConfig",
+        'configs',
+        'CreatableTopicConfig',
         _C_Request__CreatableTopicConfig,
         True,
         VersionRange(0, 7),
@@ -1636,10 +1595,10 @@ _C_Response__CreatableTopicConfigs = CreateTopicsResponse.CreatableTopicConfigs
 _C_Response__CreatableTopicResult = CreateTopicsResponse.CreatableTopicResult
 
 CreateTopicsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(2, 7), _NONE, _NONE, None, True),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(2, 7), _NONE, _NONE, None, True),
     FieldInfo(
-        "topics",
-        "CreatableTopicResult",
+        'topics',
+        'CreatableTopicResult',
         _C_Response__CreatableTopicResult,
         True,
         VersionRange(0, 7),
@@ -1650,19 +1609,19 @@ CreateTopicsResponse._FIELDS = (
     ),
 )
 _C_Response__CreatableTopicConfigs._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(5, 7), _NONE, _NONE, None, False),
-    FieldInfo("value", "string", None, False, VersionRange(5, 7), VersionRange(5, 32767), _NONE, None, False),
-    FieldInfo("read_only", "bool", None, False, VersionRange(5, 7), _NONE, _NONE, None, False),
-    FieldInfo("config_source", "int8", None, False, VersionRange(5, 7), _NONE, _NONE, None, True),
-    FieldInfo("is_sensitive", "bool", None, False, VersionRange(5, 7), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(5, 7), _NONE, _NONE, None, False),
+    FieldInfo('value', 'string', None, False, VersionRange(5, 7), VersionRange(5, 32767), _NONE, None, False),
+    FieldInfo('read_only', 'bool', None, False, VersionRange(5, 7), _NONE, _NONE, None, False),
+    FieldInfo('config_source', 'int8', None, False, VersionRange(5, 7), _NONE, _NONE, None, True),
+    FieldInfo('is_sensitive', 'bool', None, False, VersionRange(5, 7), _NONE, _NONE, None, False),
 )
 _C_Response__CreatableTopicResult._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(7, 7), _NONE, _NONE, None, True),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(7, 7), _NONE, _NONE, None, True),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(1, 7),
@@ -1672,8 +1631,8 @@ _C_Response__CreatableTopicResult._FIELDS = (
         True,
     ),
     FieldInfo(
-        "topic_config_error_code",
-        "int16",
+        'topic_config_error_code',
+        'int16',
         None,
         False,
         VersionRange(5, 7),
@@ -1682,11 +1641,11 @@ _C_Response__CreatableTopicResult._FIELDS = (
         0,
         True,
     ),
-    FieldInfo("num_partitions", "int32", None, False, VersionRange(5, 7), _NONE, _NONE, None, True),
-    FieldInfo("replication_factor", "int16", None, False, VersionRange(5, 7), _NONE, _NONE, None, True),
+    FieldInfo('num_partitions', 'int32', None, False, VersionRange(5, 7), _NONE, _NONE, None, True),
+    FieldInfo('replication_factor', 'int16', None, False, VersionRange(5, 7), _NONE, _NONE, None, True),
     FieldInfo(
-        "configs",
-        "CreatableTopicConfigs",
+        'configs',
+        'CreatableTopicConfigs',
         _C_Response__CreatableTopicConfigs,
         True,
         VersionRange(5, 7),

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["DefaultPrincipalData"]
+__all__ = ['DefaultPrincipalData']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -19,7 +19,7 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class DefaultPrincipalData(KafkaMessage):
-    __slots__ = ("name", "token_authenticated", "type")
+    __slots__ = ('name', 'token_authenticated', 'type')
 
     def __init__(self, *, type: str = "", name: str = "", token_authenticated: bool = False) -> None:
         self.type = type
@@ -27,8 +27,8 @@ class DefaultPrincipalData(KafkaMessage):
         self.token_authenticated = token_authenticated
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DefaultPrincipalData"
-    MESSAGE_TYPE = "data"
+    NAME = 'DefaultPrincipalData'
+    MESSAGE_TYPE = 'data'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -55,10 +55,7 @@ def _r_DefaultPrincipalData_0(buf: Any, pos: int) -> tuple[DefaultPrincipalData,
             pos = stop
         else:
             s1_name, pos = _wire.read_compact_text(buf, pos, "name")
-        (
-            s1_token_authenticated,
-            t1,
-        ) = _F_oB.unpack_from(buf, pos)
+        (s1_token_authenticated, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -111,10 +108,11 @@ def _w_DefaultPrincipalData_0(out: bytearray, o: DefaultPrincipalData) -> None:
         raise EncodeError(f"cannot write DefaultPrincipalData: {exc}") from None
 
 
+
 DefaultPrincipalData._FIELDS = (
-    FieldInfo("type", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("token_authenticated", "bool", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('type', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('token_authenticated', 'bool', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 DefaultPrincipalData._READERS = {0: _r_DefaultPrincipalData_0}
 DefaultPrincipalData._WRITERS = {0: _w_DefaultPrincipalData_0}

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["DelegationTokenRecord"]
+__all__ = ['DelegationTokenRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -20,13 +20,13 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 class DelegationTokenRecord(KafkaMessage):
     __slots__ = (
-        "expiration_timestamp",
-        "issue_timestamp",
-        "max_timestamp",
-        "owner",
-        "renewers",
-        "requester",
-        "token_id",
+        'expiration_timestamp',
+        'issue_timestamp',
+        'max_timestamp',
+        'owner',
+        'renewers',
+        'requester',
+        'token_id',
     )
 
     def __init__(
@@ -49,9 +49,9 @@ class DelegationTokenRecord(KafkaMessage):
         self.token_id = token_id
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DelegationTokenRecord"
+    NAME = 'DelegationTokenRecord'
     API_KEY = 10
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -101,12 +101,7 @@ def _r_DelegationTokenRecord_0(buf: Any, pos: int) -> tuple[DelegationTokenRecor
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "renewers[]")
                 add2(item)
-        (
-            s1_issue_timestamp,
-            s1_max_timestamp,
-            s1_expiration_timestamp,
-            size,
-        ) = _F_qqqB.unpack_from(buf, pos)
+        (s1_issue_timestamp, s1_max_timestamp, s1_expiration_timestamp, size,) = _F_qqqB.unpack_from(buf, pos)
         pos += 24
         if 0 < size < 0x80:
             stop = pos + size
@@ -199,14 +194,15 @@ def _w_DelegationTokenRecord_0(out: bytearray, o: DelegationTokenRecord) -> None
         raise EncodeError(f"cannot write DelegationTokenRecord: {exc}") from None
 
 
+
 DelegationTokenRecord._FIELDS = (
-    FieldInfo("owner", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("requester", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("renewers", "string", None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("issue_timestamp", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("max_timestamp", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("expiration_timestamp", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("token_id", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('owner', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('requester', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('renewers', 'string', None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('issue_timestamp', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('max_timestamp', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('expiration_timestamp', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('token_id', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 DelegationTokenRecord._READERS = {0: _r_DelegationTokenRecord_0}
 DelegationTokenRecord._WRITERS = {0: _w_DelegationTokenRecord_0}

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["DeleteAclsRequest", "DeleteAclsResponse"]
+__all__ = ['DeleteAclsRequest', 'DeleteAclsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -23,33 +23,33 @@ _F_i = struct.Struct(">i")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class DeleteAclsRequest(KafkaRequest["DeleteAclsResponse"]):
-    __slots__ = ("filters",)
+class DeleteAclsRequest(KafkaRequest['DeleteAclsResponse']):
+    __slots__ = ('filters',)
 
     def __init__(self, *, filters: list[DeleteAclsRequest.DeleteAclsFilter] = _wire.DEFAULT) -> None:
         self.filters = [] if filters is _wire.DEFAULT else filters
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DeleteAclsRequest"
+    NAME = 'DeleteAclsRequest'
     API_KEY = 31
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 0)
-    LISTENERS = ("broker", "controller")
+    LISTENERS = ('broker', 'controller')
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class DeleteAclsFilter(KafkaStruct):
         __slots__ = (
-            "host_filter",
-            "operation",
-            "pattern_type_filter",
-            "permission_type",
-            "principal_filter",
-            "resource_name_filter",
-            "resource_type_filter",
+            'host_filter',
+            'operation',
+            'pattern_type_filter',
+            'permission_type',
+            'principal_filter',
+            'resource_name_filter',
+            'resource_type_filter',
         )
 
         def __init__(
@@ -74,7 +74,7 @@ class DeleteAclsRequest(KafkaRequest["DeleteAclsResponse"]):
 
 
 class DeleteAclsResponse(KafkaMessage):
-    __slots__ = ("filter_results", "throttle_time_ms")
+    __slots__ = ('filter_results', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -86,26 +86,26 @@ class DeleteAclsResponse(KafkaMessage):
         self.filter_results = [] if filter_results is _wire.DEFAULT else filter_results
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DeleteAclsResponse"
+    NAME = 'DeleteAclsResponse'
     API_KEY = 31
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class DeleteAclsMatchingAcl(KafkaStruct):
         __slots__ = (
-            "error_code",
-            "error_message",
-            "host",
-            "operation",
-            "pattern_type",
-            "permission_type",
-            "principal",
-            "resource_name",
-            "resource_type",
+            'error_code',
+            'error_message',
+            'host',
+            'operation',
+            'pattern_type',
+            'permission_type',
+            'principal',
+            'resource_name',
+            'resource_type',
         )
 
         def __init__(
@@ -132,8 +132,9 @@ class DeleteAclsResponse(KafkaMessage):
             self.permission_type = permission_type
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class DeleteAclsFilterResult(KafkaStruct):
-        __slots__ = ("error_code", "error_message", "matching_acls")
+        __slots__ = ('error_code', 'error_message', 'matching_acls')
 
         def __init__(
             self,
@@ -146,6 +147,7 @@ class DeleteAclsResponse(KafkaMessage):
             self.error_message = error_message
             self.matching_acls = [] if matching_acls is _wire.DEFAULT else matching_acls
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 DeleteAclsRequest.RESPONSE_CLASS = DeleteAclsResponse
@@ -194,10 +196,7 @@ def _r_DeleteAclsRequest_0(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
                     pos = stop
                 else:
                     s3_host_filter, pos = _wire.read_string(buf, pos)
-                (
-                    s3_operation,
-                    s3_permission_type,
-                ) = _F_bb.unpack_from(buf, pos)
+                (s3_operation, s3_permission_type,) = _F_bb.unpack_from(buf, pos)
                 pos += 2
                 o3 = _new(_C_Request__DeleteAclsFilter)
                 o3.resource_type_filter = s3_resource_type_filter
@@ -277,10 +276,7 @@ def _r_DeleteAclsRequest_1(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
                     pos = stop
                 else:
                     s3_host_filter, pos = _wire.read_string(buf, pos)
-                (
-                    s3_operation,
-                    s3_permission_type,
-                ) = _F_bb.unpack_from(buf, pos)
+                (s3_operation, s3_permission_type,) = _F_bb.unpack_from(buf, pos)
                 pos += 2
                 o3 = _new(_C_Request__DeleteAclsFilter)
                 o3.resource_type_filter = s3_resource_type_filter
@@ -335,10 +331,7 @@ def _r_DeleteAclsRequest_2(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
             s1_filters = []
             add2 = s1_filters.append
             for _ in range(n):
-                (
-                    s3_resource_type_filter,
-                    size,
-                ) = _F_bB.unpack_from(buf, pos)
+                (s3_resource_type_filter, size,) = _F_bB.unpack_from(buf, pos)
                 pos += 1
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -351,10 +344,7 @@ def _r_DeleteAclsRequest_2(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
                     pos += 1
                 else:
                     s3_resource_name_filter, pos = _wire.read_compact_string(buf, pos)
-                (
-                    s3_pattern_type_filter,
-                    size,
-                ) = _F_bB.unpack_from(buf, pos)
+                (s3_pattern_type_filter, size,) = _F_bB.unpack_from(buf, pos)
                 pos += 1
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -379,11 +369,7 @@ def _r_DeleteAclsRequest_2(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
                     pos += 1
                 else:
                     s3_host_filter, pos = _wire.read_compact_string(buf, pos)
-                (
-                    s3_operation,
-                    s3_permission_type,
-                    t3,
-                ) = _F_bbB.unpack_from(buf, pos)
+                (s3_operation, s3_permission_type, t3,) = _F_bbB.unpack_from(buf, pos)
                 pos += 3
                 u3 = _NO_TAGS
                 if t3:
@@ -598,10 +584,7 @@ def _r_DeleteAclsResponse_0(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int
                             s5_host, pos = _wire.read_string(buf, pos)
                             if s5_host is None:
                                 raise _wire.null_error("host", pos)
-                        (
-                            s5_operation,
-                            s5_permission_type,
-                        ) = _F_bb.unpack_from(buf, pos)
+                        (s5_operation, s5_permission_type,) = _F_bb.unpack_from(buf, pos)
                         pos += 2
                         o5 = _new(_C_Response__DeleteAclsMatchingAcl)
                         o5.error_code = s5_error_code
@@ -728,10 +711,7 @@ def _r_DeleteAclsResponse_1(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int
                             s5_host, pos = _wire.read_string(buf, pos)
                             if s5_host is None:
                                 raise _wire.null_error("host", pos)
-                        (
-                            s5_operation,
-                            s5_permission_type,
-                        ) = _F_bb.unpack_from(buf, pos)
+                        (s5_operation, s5_permission_type,) = _F_bb.unpack_from(buf, pos)
                         pos += 2
                         o5 = _new(_C_Response__DeleteAclsMatchingAcl)
                         o5.error_code = s5_error_code
@@ -799,10 +779,7 @@ def _r_DeleteAclsResponse_2(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int
             s1_filter_results = []
             add2 = s1_filter_results.append
             for _ in range(n):
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -826,10 +803,7 @@ def _r_DeleteAclsResponse_2(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int
                     s3_matching_acls = []
                     add4 = s3_matching_acls.append
                     for _ in range(n):
-                        (
-                            s5_error_code,
-                            size,
-                        ) = _F_hB.unpack_from(buf, pos)
+                        (s5_error_code, size,) = _F_hB.unpack_from(buf, pos)
                         pos += 2
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -842,10 +816,7 @@ def _r_DeleteAclsResponse_2(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int
                             pos += 1
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
-                        (
-                            s5_resource_type,
-                            size,
-                        ) = _F_bB.unpack_from(buf, pos)
+                        (s5_resource_type, size,) = _F_bB.unpack_from(buf, pos)
                         pos += 1
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -855,10 +826,7 @@ def _r_DeleteAclsResponse_2(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int
                             pos = stop
                         else:
                             s5_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
-                        (
-                            s5_pattern_type,
-                            size,
-                        ) = _F_bB.unpack_from(buf, pos)
+                        (s5_pattern_type, size,) = _F_bB.unpack_from(buf, pos)
                         pos += 1
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -877,11 +845,7 @@ def _r_DeleteAclsResponse_2(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int
                             pos = stop
                         else:
                             s5_host, pos = _wire.read_compact_text(buf, pos, "host")
-                        (
-                            s5_operation,
-                            s5_permission_type,
-                            t5,
-                        ) = _F_bbB.unpack_from(buf, pos)
+                        (s5_operation, s5_permission_type, t5,) = _F_bbB.unpack_from(buf, pos)
                         pos += 3
                         u5 = _NO_TAGS
                         if t5:
@@ -1156,8 +1120,8 @@ _C_Request__DeleteAclsFilter = DeleteAclsRequest.DeleteAclsFilter
 
 DeleteAclsRequest._FIELDS = (
     FieldInfo(
-        "filters",
-        "DeleteAclsFilter",
+        'filters',
+        'DeleteAclsFilter',
         _C_Request__DeleteAclsFilter,
         True,
         VersionRange(0, 3),
@@ -1168,10 +1132,10 @@ DeleteAclsRequest._FIELDS = (
     ),
 )
 _C_Request__DeleteAclsFilter._FIELDS = (
-    FieldInfo("resource_type_filter", "int8", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('resource_type_filter', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "resource_name_filter",
-        "string",
+        'resource_name_filter',
+        'string',
         None,
         False,
         VersionRange(0, 3),
@@ -1180,10 +1144,10 @@ _C_Request__DeleteAclsFilter._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("pattern_type_filter", "int8", None, False, VersionRange(1, 3), _NONE, _NONE, None, False),
+    FieldInfo('pattern_type_filter', 'int8', None, False, VersionRange(1, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "principal_filter",
-        "string",
+        'principal_filter',
+        'string',
         None,
         False,
         VersionRange(0, 3),
@@ -1193,8 +1157,8 @@ _C_Request__DeleteAclsFilter._FIELDS = (
         False,
     ),
     FieldInfo(
-        "host_filter",
-        "string",
+        'host_filter',
+        'string',
         None,
         False,
         VersionRange(0, 3),
@@ -1203,8 +1167,8 @@ _C_Request__DeleteAclsFilter._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("operation", "int8", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("permission_type", "int8", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('operation', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('permission_type', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
 DeleteAclsRequest._READERS = {
     0: _r_DeleteAclsRequest_0,
@@ -1223,10 +1187,10 @@ _C_Response__DeleteAclsMatchingAcl = DeleteAclsResponse.DeleteAclsMatchingAcl
 _C_Response__DeleteAclsFilterResult = DeleteAclsResponse.DeleteAclsFilterResult
 
 DeleteAclsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "filter_results",
-        "DeleteAclsFilterResult",
+        'filter_results',
+        'DeleteAclsFilterResult',
         _C_Response__DeleteAclsFilterResult,
         True,
         VersionRange(0, 3),
@@ -1237,10 +1201,10 @@ DeleteAclsResponse._FIELDS = (
     ),
 )
 _C_Response__DeleteAclsMatchingAcl._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 3),
@@ -1249,19 +1213,19 @@ _C_Response__DeleteAclsMatchingAcl._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("resource_type", "int8", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("resource_name", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("pattern_type", "int8", None, False, VersionRange(1, 3), _NONE, _NONE, None, False),
-    FieldInfo("principal", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("operation", "int8", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("permission_type", "int8", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('resource_type', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('resource_name', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('pattern_type', 'int8', None, False, VersionRange(1, 3), _NONE, _NONE, None, False),
+    FieldInfo('principal', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('operation', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('permission_type', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
 _C_Response__DeleteAclsFilterResult._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 3),
@@ -1271,8 +1235,8 @@ _C_Response__DeleteAclsFilterResult._FIELDS = (
         False,
     ),
     FieldInfo(
-        "matching_acls",
-        "DeleteAclsMatchingAcl",
+        'matching_acls',
+        'DeleteAclsMatchingAcl',
         _C_Response__DeleteAclsMatchingAcl,
         True,
         VersionRange(0, 3),

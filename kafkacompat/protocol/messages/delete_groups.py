@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["DeleteGroupsRequest", "DeleteGroupsResponse"]
+__all__ = ['DeleteGroupsRequest', 'DeleteGroupsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -19,24 +19,23 @@ _F_i = struct.Struct(">i")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class DeleteGroupsRequest(KafkaRequest["DeleteGroupsResponse"]):
-    __slots__ = ("groups_names",)
+class DeleteGroupsRequest(KafkaRequest['DeleteGroupsResponse']):
+    __slots__ = ('groups_names',)
 
     def __init__(self, *, groups_names: list[str] = _wire.DEFAULT) -> None:
         self.groups_names = [] if groups_names is _wire.DEFAULT else groups_names
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DeleteGroupsRequest"
+    NAME = 'DeleteGroupsRequest'
     API_KEY = 42
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 0)
-    LISTENERS = ("broker",)
-
+    LISTENERS = ('broker',)
 
 class DeleteGroupsResponse(KafkaMessage):
-    __slots__ = ("results", "throttle_time_ms")
+    __slots__ = ('results', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -48,14 +47,14 @@ class DeleteGroupsResponse(KafkaMessage):
         self.results = _wire.KeyedList() if results is _wire.DEFAULT else results
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DeleteGroupsResponse"
+    NAME = 'DeleteGroupsResponse'
     API_KEY = 42
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
 
     class DeletableGroupResult(KafkaStruct):
-        __slots__ = ("error_code", "error_message", "group_id")
+        __slots__ = ('error_code', 'error_message', 'group_id')
 
         def __init__(
             self,
@@ -69,7 +68,7 @@ class DeleteGroupsResponse(KafkaMessage):
             self.error_message = error_message
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("group_id",)
+        MAP_KEY = ('group_id',)
 
 
 DeleteGroupsRequest.RESPONSE_CLASS = DeleteGroupsResponse
@@ -276,10 +275,7 @@ def _r_DeleteGroupsResponse_1(buf: Any, pos: int) -> tuple[DeleteGroupsResponse,
                     pos = stop
                 else:
                     s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-                (
-                    s3_error_code,
-                    t3,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, t3,) = _F_hB.unpack_from(buf, pos)
                 pos += 3
                 u3 = _NO_TAGS
                 if t3:
@@ -371,10 +367,7 @@ def _r_DeleteGroupsResponse_2(buf: Any, pos: int) -> tuple[DeleteGroupsResponse,
                     pos = stop
                 else:
                     s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -519,8 +512,9 @@ def _w_DeleteGroupsResponse__DeletableGroupResult_2(
         raise EncodeError(f"cannot write DeletableGroupResult: {exc}") from None
 
 
+
 DeleteGroupsRequest._FIELDS = (
-    FieldInfo("groups_names", "string", None, True, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('groups_names', 'string', None, True, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
 DeleteGroupsRequest._READERS = {
     0: _r_DeleteGroupsRequest_0,
@@ -538,10 +532,10 @@ DeleteGroupsRequest._WRITERS = {
 _C_Response__DeletableGroupResult = DeleteGroupsResponse.DeletableGroupResult
 
 DeleteGroupsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "results",
-        "DeletableGroupResult",
+        'results',
+        'DeletableGroupResult',
         _C_Response__DeletableGroupResult,
         True,
         VersionRange(0, 3),
@@ -552,11 +546,11 @@ DeleteGroupsResponse._FIELDS = (
     ),
 )
 _C_Response__DeletableGroupResult._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(3, 3),

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["DeleteRecordsRequest", "DeleteRecordsResponse"]
+__all__ = ['DeleteRecordsRequest', 'DeleteRecordsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -22,8 +22,8 @@ _F_iqhB = struct.Struct(">iqhB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class DeleteRecordsRequest(KafkaRequest["DeleteRecordsResponse"]):
-    __slots__ = ("timeout_ms", "topics")
+class DeleteRecordsRequest(KafkaRequest['DeleteRecordsResponse']):
+    __slots__ = ('timeout_ms', 'topics')
 
     def __init__(
         self,
@@ -35,23 +35,24 @@ class DeleteRecordsRequest(KafkaRequest["DeleteRecordsResponse"]):
         self.timeout_ms = timeout_ms
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DeleteRecordsRequest"
+    NAME = 'DeleteRecordsRequest'
     API_KEY = 21
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
 
     class DeleteRecordsPartition(KafkaStruct):
-        __slots__ = ("offset", "partition_index")
+        __slots__ = ('offset', 'partition_index')
 
         def __init__(self, *, partition_index: int = 0, offset: int = 0) -> None:
             self.partition_index = partition_index
             self.offset = offset
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class DeleteRecordsTopic(KafkaStruct):
-        __slots__ = ("name", "partitions")
+        __slots__ = ('name', 'partitions')
 
         def __init__(
             self,
@@ -65,7 +66,7 @@ class DeleteRecordsRequest(KafkaRequest["DeleteRecordsResponse"]):
 
 
 class DeleteRecordsResponse(KafkaMessage):
-    __slots__ = ("throttle_time_ms", "topics")
+    __slots__ = ('throttle_time_ms', 'topics')
 
     def __init__(
         self,
@@ -77,14 +78,14 @@ class DeleteRecordsResponse(KafkaMessage):
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DeleteRecordsResponse"
+    NAME = 'DeleteRecordsResponse'
     API_KEY = 21
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
 
     class DeleteRecordsPartitionResult(KafkaStruct):
-        __slots__ = ("error_code", "low_watermark", "partition_index")
+        __slots__ = ('error_code', 'low_watermark', 'partition_index')
 
         def __init__(self, *, partition_index: int = 0, low_watermark: int = 0, error_code: int = 0) -> None:
             self.partition_index = partition_index
@@ -92,10 +93,10 @@ class DeleteRecordsResponse(KafkaMessage):
             self.error_code = error_code
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("partition_index",)
+        MAP_KEY = ('partition_index',)
 
     class DeleteRecordsTopicResult(KafkaStruct):
-        __slots__ = ("name", "partitions")
+        __slots__ = ('name', 'partitions')
 
         def __init__(
             self,
@@ -107,7 +108,7 @@ class DeleteRecordsResponse(KafkaMessage):
             self.partitions = _wire.KeyedList() if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
 
 DeleteRecordsRequest.RESPONSE_CLASS = DeleteRecordsResponse
@@ -144,10 +145,7 @@ def _r_DeleteRecordsRequest_0(buf: Any, pos: int) -> tuple[DeleteRecordsRequest,
                     s3_partitions = []
                     add4 = s3_partitions.append
                     if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_offset,
-                        ) in _F_iq.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition_index, s5_offset,) in _F_iq.iter_unpack(buf[pos:stop5]):
                             o5 = _new(_C_Request__DeleteRecordsPartition)
                             o5.partition_index = s5_partition_index
                             o5.offset = s5_offset
@@ -160,10 +158,7 @@ def _r_DeleteRecordsRequest_0(buf: Any, pos: int) -> tuple[DeleteRecordsRequest,
                         s3_partitions = []
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_offset,
-                            ) = _F_iq.unpack_from(buf, pos)
+                            (s6_partition_index, s6_offset,) = _F_iq.unpack_from(buf, pos)
                             pos += 12
                             o6 = _new(_C_Request__DeleteRecordsPartition)
                             o6.partition_index = s6_partition_index
@@ -242,11 +237,7 @@ def _r_DeleteRecordsRequest_1(buf: Any, pos: int) -> tuple[DeleteRecordsRequest,
                     s3_partitions = []
                     add4 = s3_partitions.append
                     if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_offset,
-                            t5,
-                        ) in _F_iqB.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition_index, s5_offset, t5,) in _F_iqB.iter_unpack(buf[pos:stop5]):
                             if t5:
                                 break
                             o5 = _new(_C_Request__DeleteRecordsPartition)
@@ -261,11 +252,7 @@ def _r_DeleteRecordsRequest_1(buf: Any, pos: int) -> tuple[DeleteRecordsRequest,
                         s3_partitions = []
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_offset,
-                                t6,
-                            ) = _F_iqB.unpack_from(buf, pos)
+                            (s6_partition_index, s6_offset, t6,) = _F_iqB.unpack_from(buf, pos)
                             pos += 13
                             u6 = _NO_TAGS
                             if t6:
@@ -300,10 +287,7 @@ def _r_DeleteRecordsRequest_1(buf: Any, pos: int) -> tuple[DeleteRecordsRequest,
                 o3.partitions = s3_partitions
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_timeout_ms,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_timeout_ms, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -754,8 +738,8 @@ _C_Request__DeleteRecordsTopic = DeleteRecordsRequest.DeleteRecordsTopic
 
 DeleteRecordsRequest._FIELDS = (
     FieldInfo(
-        "topics",
-        "DeleteRecordsTopic",
+        'topics',
+        'DeleteRecordsTopic',
         _C_Request__DeleteRecordsTopic,
         True,
         VersionRange(0, 2),
@@ -764,17 +748,17 @@ DeleteRecordsRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("timeout_ms", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('timeout_ms', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 _C_Request__DeleteRecordsPartition._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("offset", "int64", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('offset', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 _C_Request__DeleteRecordsTopic._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "DeleteRecordsPartition",
+        'partitions',
+        'DeleteRecordsPartition',
         _C_Request__DeleteRecordsPartition,
         True,
         VersionRange(0, 2),
@@ -799,10 +783,10 @@ _C_Response__DeleteRecordsPartitionResult = DeleteRecordsResponse.DeleteRecordsP
 _C_Response__DeleteRecordsTopicResult = DeleteRecordsResponse.DeleteRecordsTopicResult
 
 DeleteRecordsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "DeleteRecordsTopicResult",
+        'topics',
+        'DeleteRecordsTopicResult',
         _C_Response__DeleteRecordsTopicResult,
         True,
         VersionRange(0, 2),
@@ -813,15 +797,15 @@ DeleteRecordsResponse._FIELDS = (
     ),
 )
 _C_Response__DeleteRecordsPartitionResult._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("low_watermark", "int64", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('low_watermark', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 _C_Response__DeleteRecordsTopicResult._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "DeleteRecordsPartitionResult",
+        'partitions',
+        'DeleteRecordsPartitionResult',
         _C_Response__DeleteRecordsPartitionResult,
         True,
         VersionRange(0, 2),

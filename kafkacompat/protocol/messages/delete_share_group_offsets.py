@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["DeleteShareGroupOffsetsRequest", "DeleteShareGroupOffsetsResponse"]
+__all__ = ['DeleteShareGroupOffsetsRequest', 'DeleteShareGroupOffsetsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -25,8 +25,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class DeleteShareGroupOffsetsRequest(KafkaRequest["DeleteShareGroupOffsetsResponse"]):
-    __slots__ = ("group_id", "topics")
+class DeleteShareGroupOffsetsRequest(KafkaRequest['DeleteShareGroupOffsetsResponse']):
+    __slots__ = ('group_id', 'topics')
 
     def __init__(
         self,
@@ -38,15 +38,15 @@ class DeleteShareGroupOffsetsRequest(KafkaRequest["DeleteShareGroupOffsetsRespon
         self.topics = [] if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DeleteShareGroupOffsetsRequest"
+    NAME = 'DeleteShareGroupOffsetsRequest'
     API_KEY = 92
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
 
     class DeleteShareGroupOffsetsRequestTopic(KafkaStruct):
-        __slots__ = ("topic_name",)
+        __slots__ = ('topic_name',)
 
         def __init__(self, *, topic_name: str = "") -> None:
             self.topic_name = topic_name
@@ -54,7 +54,7 @@ class DeleteShareGroupOffsetsRequest(KafkaRequest["DeleteShareGroupOffsetsRespon
 
 
 class DeleteShareGroupOffsetsResponse(KafkaMessage):
-    __slots__ = ("error_code", "error_message", "responses", "throttle_time_ms")
+    __slots__ = ('error_code', 'error_message', 'responses', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -70,14 +70,14 @@ class DeleteShareGroupOffsetsResponse(KafkaMessage):
         self.responses = [] if responses is _wire.DEFAULT else responses
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DeleteShareGroupOffsetsResponse"
+    NAME = 'DeleteShareGroupOffsetsResponse'
     API_KEY = 92
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class DeleteShareGroupOffsetsResponseTopic(KafkaStruct):
-        __slots__ = ("error_code", "error_message", "topic_id", "topic_name")
+        __slots__ = ('error_code', 'error_message', 'topic_id', 'topic_name')
 
         def __init__(
             self,
@@ -92,6 +92,7 @@ class DeleteShareGroupOffsetsResponse(KafkaMessage):
             self.error_code = error_code
             self.error_message = error_message
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 DeleteShareGroupOffsetsRequest.RESPONSE_CLASS = DeleteShareGroupOffsetsResponse
@@ -231,11 +232,7 @@ def _r_DeleteShareGroupOffsetsResponse_0(buf: Any, pos: int) -> tuple[DeleteShar
     u3: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -275,10 +272,7 @@ def _r_DeleteShareGroupOffsetsResponse_0(buf: Any, pos: int) -> tuple[DeleteShar
                 _set(s3_topic_id, "int", _from_bytes(buf[pos:stop]))
                 _set(s3_topic_id, "is_safe", _UUID_SAFE)
                 pos = stop
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -401,10 +395,10 @@ _C_Request__DeleteShareGroupOffsetsRequestTopic = (
 )
 
 DeleteShareGroupOffsetsRequest._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "DeleteShareGroupOffsetsRequestTopic",
+        'topics',
+        'DeleteShareGroupOffsetsRequestTopic',
         _C_Request__DeleteShareGroupOffsetsRequestTopic,
         True,
         VersionRange(0, 0),
@@ -415,7 +409,7 @@ DeleteShareGroupOffsetsRequest._FIELDS = (
     ),
 )
 _C_Request__DeleteShareGroupOffsetsRequestTopic._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 DeleteShareGroupOffsetsRequest._READERS = {0: _r_DeleteShareGroupOffsetsRequest_0}
 DeleteShareGroupOffsetsRequest._WRITERS = {0: _w_DeleteShareGroupOffsetsRequest_0}
@@ -425,11 +419,11 @@ _C_Response__DeleteShareGroupOffsetsResponseTopic = (
 )
 
 DeleteShareGroupOffsetsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 0),
@@ -439,8 +433,8 @@ DeleteShareGroupOffsetsResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "responses",
-        "DeleteShareGroupOffsetsResponseTopic",
+        'responses',
+        'DeleteShareGroupOffsetsResponseTopic',
         _C_Response__DeleteShareGroupOffsetsResponseTopic,
         True,
         VersionRange(0, 0),
@@ -451,12 +445,12 @@ DeleteShareGroupOffsetsResponse._FIELDS = (
     ),
 )
 _C_Response__DeleteShareGroupOffsetsResponseTopic._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 0),

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["DeleteShareGroupStateRequest", "DeleteShareGroupStateResponse"]
+__all__ = ['DeleteShareGroupStateRequest', 'DeleteShareGroupStateResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -25,8 +25,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class DeleteShareGroupStateRequest(KafkaRequest["DeleteShareGroupStateResponse"]):
-    __slots__ = ("group_id", "topics")
+class DeleteShareGroupStateRequest(KafkaRequest['DeleteShareGroupStateResponse']):
+    __slots__ = ('group_id', 'topics')
 
     def __init__(
         self,
@@ -38,22 +38,23 @@ class DeleteShareGroupStateRequest(KafkaRequest["DeleteShareGroupStateResponse"]
         self.topics = [] if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DeleteShareGroupStateRequest"
+    NAME = 'DeleteShareGroupStateRequest'
     API_KEY = 86
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
 
     class PartitionData(KafkaStruct):
-        __slots__ = ("partition",)
+        __slots__ = ('partition',)
 
         def __init__(self, *, partition: int = 0) -> None:
             self.partition = partition
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class DeleteStateData(KafkaStruct):
-        __slots__ = ("partitions", "topic_id")
+        __slots__ = ('partitions', 'topic_id')
 
         def __init__(
             self,
@@ -67,7 +68,7 @@ class DeleteShareGroupStateRequest(KafkaRequest["DeleteShareGroupStateResponse"]
 
 
 class DeleteShareGroupStateResponse(KafkaMessage):
-    __slots__ = ("results",)
+    __slots__ = ('results',)
 
     def __init__(
         self,
@@ -77,14 +78,14 @@ class DeleteShareGroupStateResponse(KafkaMessage):
         self.results = [] if results is _wire.DEFAULT else results
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DeleteShareGroupStateResponse"
+    NAME = 'DeleteShareGroupStateResponse'
     API_KEY = 86
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class PartitionResult(KafkaStruct):
-        __slots__ = ("error_code", "error_message", "partition")
+        __slots__ = ('error_code', 'error_message', 'partition')
 
         def __init__(
             self,
@@ -98,8 +99,9 @@ class DeleteShareGroupStateResponse(KafkaMessage):
             self.error_message = error_message
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class DeleteStateResult(KafkaStruct):
-        __slots__ = ("partitions", "topic_id")
+        __slots__ = ('partitions', 'topic_id')
 
         def __init__(
             self,
@@ -110,6 +112,7 @@ class DeleteShareGroupStateResponse(KafkaMessage):
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 DeleteShareGroupStateRequest.RESPONSE_CLASS = DeleteShareGroupStateResponse
@@ -162,10 +165,7 @@ def _r_DeleteShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[DeleteShareGr
                     s3_partitions = []
                     add4 = s3_partitions.append
                     if stop5 <= buflen:
-                        for (
-                            s5_partition,
-                            t5,
-                        ) in _F_iB.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition, t5,) in _F_iB.iter_unpack(buf[pos:stop5]):
                             if t5:
                                 break
                             o5 = _new(_C_Request__PartitionData)
@@ -179,10 +179,7 @@ def _r_DeleteShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[DeleteShareGr
                         s3_partitions = []
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (
-                                s6_partition,
-                                t6,
-                            ) = _F_iB.unpack_from(buf, pos)
+                            (s6_partition, t6,) = _F_iB.unpack_from(buf, pos)
                             pos += 5
                             u6 = _NO_TAGS
                             if t6:
@@ -347,11 +344,7 @@ def _r_DeleteShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[DeleteShareG
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition,
-                            s5_error_code,
-                            size,
-                        ) = _F_ihB.unpack_from(buf, pos)
+                        (s5_partition, s5_error_code, size,) = _F_ihB.unpack_from(buf, pos)
                         pos += 6
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -494,10 +487,10 @@ _C_Request__PartitionData = DeleteShareGroupStateRequest.PartitionData
 _C_Request__DeleteStateData = DeleteShareGroupStateRequest.DeleteStateData
 
 DeleteShareGroupStateRequest._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "DeleteStateData",
+        'topics',
+        'DeleteStateData',
         _C_Request__DeleteStateData,
         True,
         VersionRange(0, 0),
@@ -508,13 +501,13 @@ DeleteShareGroupStateRequest._FIELDS = (
     ),
 )
 _C_Request__PartitionData._FIELDS = (
-    FieldInfo("partition", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_Request__DeleteStateData._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionData",
+        'partitions',
+        'PartitionData',
         _C_Request__PartitionData,
         True,
         VersionRange(0, 0),
@@ -532,8 +525,8 @@ _C_Response__DeleteStateResult = DeleteShareGroupStateResponse.DeleteStateResult
 
 DeleteShareGroupStateResponse._FIELDS = (
     FieldInfo(
-        "results",
-        "DeleteStateResult",
+        'results',
+        'DeleteStateResult',
         _C_Response__DeleteStateResult,
         True,
         VersionRange(0, 0),
@@ -544,11 +537,11 @@ DeleteShareGroupStateResponse._FIELDS = (
     ),
 )
 _C_Response__PartitionResult._FIELDS = (
-    FieldInfo("partition", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 0),
@@ -559,10 +552,10 @@ _C_Response__PartitionResult._FIELDS = (
     ),
 )
 _C_Response__DeleteStateResult._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionResult",
+        'partitions',
+        'PartitionResult',
         _C_Response__PartitionResult,
         True,
         VersionRange(0, 0),

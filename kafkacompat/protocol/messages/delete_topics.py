@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["DeleteTopicsRequest", "DeleteTopicsResponse"]
+__all__ = ['DeleteTopicsRequest', 'DeleteTopicsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -25,8 +25,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class DeleteTopicsRequest(KafkaRequest["DeleteTopicsResponse"]):
-    __slots__ = ("timeout_ms", "topic_names", "topics")
+class DeleteTopicsRequest(KafkaRequest['DeleteTopicsResponse']):
+    __slots__ = ('timeout_ms', 'topic_names', 'topics')
 
     def __init__(
         self,
@@ -40,19 +40,19 @@ class DeleteTopicsRequest(KafkaRequest["DeleteTopicsResponse"]):
         self.timeout_ms = timeout_ms
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DeleteTopicsRequest"
+    NAME = 'DeleteTopicsRequest'
     API_KEY = 20
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 6)
     FLEXIBLE_VERSIONS = VersionRange(4, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 0)
-    LISTENERS = ("broker", "controller")
+    LISTENERS = ('broker', 'controller')
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class DeleteTopicState(KafkaStruct):
-        __slots__ = ("name", "topic_id")
+        __slots__ = ('name', 'topic_id')
 
         def __init__(self, *, name: str | None = None, topic_id: uuid.UUID = _wire.ZERO_UUID) -> None:
             self.name = name
@@ -61,7 +61,7 @@ class DeleteTopicsRequest(KafkaRequest["DeleteTopicsResponse"]):
 
 
 class DeleteTopicsResponse(KafkaMessage):
-    __slots__ = ("responses", "throttle_time_ms")
+    __slots__ = ('responses', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -73,17 +73,17 @@ class DeleteTopicsResponse(KafkaMessage):
         self.responses = _wire.KeyedList() if responses is _wire.DEFAULT else responses
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DeleteTopicsResponse"
+    NAME = 'DeleteTopicsResponse'
     API_KEY = 20
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 6)
     FLEXIBLE_VERSIONS = VersionRange(4, 32767)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class DeletableTopicResult(KafkaStruct):
-        __slots__ = ("error_code", "error_message", "name", "topic_id")
+        __slots__ = ('error_code', 'error_message', 'name', 'topic_id')
 
         def __init__(
             self,
@@ -99,7 +99,7 @@ class DeleteTopicsResponse(KafkaMessage):
             self.error_message = error_message
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
 
 DeleteTopicsRequest.RESPONSE_CLASS = DeleteTopicsResponse
@@ -179,10 +179,7 @@ def _r_DeleteTopicsRequest_1(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "topic_names[]")
                 add2(item)
-        (
-            s1_timeout_ms,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_timeout_ms, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -291,10 +288,7 @@ def _r_DeleteTopicsRequest_2(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
                 o3.topic_id = s3_topic_id
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_timeout_ms,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_timeout_ms, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -504,10 +498,7 @@ def _r_DeleteTopicsResponse_2(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (
-                    s3_error_code,
-                    t3,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, t3,) = _F_hB.unpack_from(buf, pos)
                 pos += 3
                 u3 = _NO_TAGS
                 if t3:
@@ -600,10 +591,7 @@ def _r_DeleteTopicsResponse_3(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -719,10 +707,7 @@ def _r_DeleteTopicsResponse_4(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
                 _set(s3_topic_id, "int", _from_bytes(buf[pos:stop]))
                 _set(s3_topic_id, "is_safe", _UUID_SAFE)
                 pos = stop
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -903,8 +888,8 @@ _C_Request__DeleteTopicState = DeleteTopicsRequest.DeleteTopicState
 
 DeleteTopicsRequest._FIELDS = (
     FieldInfo(
-        "topics",
-        "DeleteTopicState",
+        'topics',
+        'DeleteTopicState',
         _C_Request__DeleteTopicState,
         True,
         VersionRange(6, 6),
@@ -913,12 +898,12 @@ DeleteTopicsRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("topic_names", "string", None, True, VersionRange(0, 5), _NONE, _NONE, None, True),
-    FieldInfo("timeout_ms", "int32", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('topic_names', 'string', None, True, VersionRange(0, 5), _NONE, _NONE, None, True),
+    FieldInfo('timeout_ms', 'int32', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
 )
 _C_Request__DeleteTopicState._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(6, 6), VersionRange(6, 32767), _NONE, None, False),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(6, 6), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(6, 6), VersionRange(6, 32767), _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(6, 6), _NONE, _NONE, None, False),
 )
 DeleteTopicsRequest._READERS = {
     0: _r_DeleteTopicsRequest_0,
@@ -942,10 +927,10 @@ DeleteTopicsRequest._WRITERS = {
 _C_Response__DeletableTopicResult = DeleteTopicsResponse.DeletableTopicResult
 
 DeleteTopicsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(1, 6), _NONE, _NONE, None, True),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(1, 6), _NONE, _NONE, None, True),
     FieldInfo(
-        "responses",
-        "DeletableTopicResult",
+        'responses',
+        'DeletableTopicResult',
         _C_Response__DeletableTopicResult,
         True,
         VersionRange(0, 6),
@@ -956,12 +941,12 @@ DeleteTopicsResponse._FIELDS = (
     ),
 )
 _C_Response__DeletableTopicResult._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 6), VersionRange(6, 32767), _NONE, None, False),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(6, 6), _NONE, _NONE, None, True),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 6), VersionRange(6, 32767), _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(6, 6), _NONE, _NONE, None, True),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(5, 6),

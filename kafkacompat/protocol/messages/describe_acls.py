@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["DescribeAclsRequest", "DescribeAclsResponse"]
+__all__ = ['DescribeAclsRequest', 'DescribeAclsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -22,15 +22,15 @@ _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class DescribeAclsRequest(KafkaRequest["DescribeAclsResponse"]):
+class DescribeAclsRequest(KafkaRequest['DescribeAclsResponse']):
     __slots__ = (
-        "host_filter",
-        "operation",
-        "pattern_type_filter",
-        "permission_type",
-        "principal_filter",
-        "resource_name_filter",
-        "resource_type_filter",
+        'host_filter',
+        'operation',
+        'pattern_type_filter',
+        'permission_type',
+        'principal_filter',
+        'resource_name_filter',
+        'resource_type_filter',
     )
 
     def __init__(
@@ -53,20 +53,19 @@ class DescribeAclsRequest(KafkaRequest["DescribeAclsResponse"]):
         self.permission_type = permission_type
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeAclsRequest"
+    NAME = 'DescribeAclsRequest'
     API_KEY = 29
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 0)
-    LISTENERS = ("broker", "controller")
+    LISTENERS = ('broker', 'controller')
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
-
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
 class DescribeAclsResponse(KafkaMessage):
-    __slots__ = ("error_code", "error_message", "resources", "throttle_time_ms")
+    __slots__ = ('error_code', 'error_message', 'resources', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -82,17 +81,17 @@ class DescribeAclsResponse(KafkaMessage):
         self.resources = [] if resources is _wire.DEFAULT else resources
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeAclsResponse"
+    NAME = 'DescribeAclsResponse'
     API_KEY = 29
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class AclDescription(KafkaStruct):
-        __slots__ = ("host", "operation", "permission_type", "principal")
+        __slots__ = ('host', 'operation', 'permission_type', 'principal')
 
         def __init__(
             self,
@@ -108,8 +107,9 @@ class DescribeAclsResponse(KafkaMessage):
             self.permission_type = permission_type
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class DescribeAclsResource(KafkaStruct):
-        __slots__ = ("acls", "pattern_type", "resource_name", "resource_type")
+        __slots__ = ('acls', 'pattern_type', 'resource_name', 'resource_type')
 
         def __init__(
             self,
@@ -124,6 +124,7 @@ class DescribeAclsResponse(KafkaMessage):
             self.pattern_type = pattern_type
             self.acls = [] if acls is _wire.DEFAULT else acls
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 DescribeAclsRequest.RESPONSE_CLASS = DescribeAclsResponse
@@ -164,10 +165,7 @@ def _r_DescribeAclsRequest_0(buf: Any, pos: int) -> tuple[DescribeAclsRequest, i
             pos = stop
         else:
             s1_host_filter, pos = _wire.read_string(buf, pos)
-        (
-            s1_operation,
-            s1_permission_type,
-        ) = _F_bb.unpack_from(buf, pos)
+        (s1_operation, s1_permission_type,) = _F_bb.unpack_from(buf, pos)
         pos += 2
         o1 = _new(DescribeAclsRequest)
         o1.resource_type_filter = s1_resource_type_filter
@@ -239,10 +237,7 @@ def _r_DescribeAclsRequest_1(buf: Any, pos: int) -> tuple[DescribeAclsRequest, i
             pos = stop
         else:
             s1_host_filter, pos = _wire.read_string(buf, pos)
-        (
-            s1_operation,
-            s1_permission_type,
-        ) = _F_bb.unpack_from(buf, pos)
+        (s1_operation, s1_permission_type,) = _F_bb.unpack_from(buf, pos)
         pos += 2
         o1 = _new(DescribeAclsRequest)
         o1.resource_type_filter = s1_resource_type_filter
@@ -281,10 +276,7 @@ def _r_DescribeAclsRequest_2(buf: Any, pos: int) -> tuple[DescribeAclsRequest, i
     u1: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_resource_type_filter,
-            size,
-        ) = _F_bB.unpack_from(buf, pos)
+        (s1_resource_type_filter, size,) = _F_bB.unpack_from(buf, pos)
         pos += 1
         if 0 < size < 0x80:
             stop = pos + size
@@ -297,10 +289,7 @@ def _r_DescribeAclsRequest_2(buf: Any, pos: int) -> tuple[DescribeAclsRequest, i
             pos += 1
         else:
             s1_resource_name_filter, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_pattern_type_filter,
-            size,
-        ) = _F_bB.unpack_from(buf, pos)
+        (s1_pattern_type_filter, size,) = _F_bB.unpack_from(buf, pos)
         pos += 1
         if 0 < size < 0x80:
             stop = pos + size
@@ -325,11 +314,7 @@ def _r_DescribeAclsRequest_2(buf: Any, pos: int) -> tuple[DescribeAclsRequest, i
             pos += 1
         else:
             s1_host_filter, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_operation,
-            s1_permission_type,
-            t1,
-        ) = _F_bbB.unpack_from(buf, pos)
+        (s1_operation, s1_permission_type, t1,) = _F_bbB.unpack_from(buf, pos)
         pos += 3
         u1 = _NO_TAGS
         if t1:
@@ -397,10 +382,7 @@ def _r_DescribeAclsResponse_0(buf: Any, pos: int) -> tuple[DescribeAclsResponse,
     s3_acls: list[Any]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         size = buf[pos] << 8 | buf[pos + 1]
         if size < 0x8000:
@@ -460,10 +442,7 @@ def _r_DescribeAclsResponse_0(buf: Any, pos: int) -> tuple[DescribeAclsResponse,
                             s5_host, pos = _wire.read_string(buf, pos)
                             if s5_host is None:
                                 raise _wire.null_error("host", pos)
-                        (
-                            s5_operation,
-                            s5_permission_type,
-                        ) = _F_bb.unpack_from(buf, pos)
+                        (s5_operation, s5_permission_type,) = _F_bb.unpack_from(buf, pos)
                         pos += 2
                         o5 = _new(_C_Response__AclDescription)
                         o5.principal = s5_principal
@@ -514,10 +493,7 @@ def _r_DescribeAclsResponse_1(buf: Any, pos: int) -> tuple[DescribeAclsResponse,
     s3_acls: list[Any]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         size = buf[pos] << 8 | buf[pos + 1]
         if size < 0x8000:
@@ -579,10 +555,7 @@ def _r_DescribeAclsResponse_1(buf: Any, pos: int) -> tuple[DescribeAclsResponse,
                             s5_host, pos = _wire.read_string(buf, pos)
                             if s5_host is None:
                                 raise _wire.null_error("host", pos)
-                        (
-                            s5_operation,
-                            s5_permission_type,
-                        ) = _F_bb.unpack_from(buf, pos)
+                        (s5_operation, s5_permission_type,) = _F_bb.unpack_from(buf, pos)
                         pos += 2
                         o5 = _new(_C_Response__AclDescription)
                         o5.principal = s5_principal
@@ -636,11 +609,7 @@ def _r_DescribeAclsResponse_2(buf: Any, pos: int) -> tuple[DescribeAclsResponse,
     u5: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -664,10 +633,7 @@ def _r_DescribeAclsResponse_2(buf: Any, pos: int) -> tuple[DescribeAclsResponse,
             s1_resources = []
             add2 = s1_resources.append
             for _ in range(n):
-                (
-                    s3_resource_type,
-                    size,
-                ) = _F_bB.unpack_from(buf, pos)
+                (s3_resource_type, size,) = _F_bB.unpack_from(buf, pos)
                 pos += 1
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -708,11 +674,7 @@ def _r_DescribeAclsResponse_2(buf: Any, pos: int) -> tuple[DescribeAclsResponse,
                             pos = stop
                         else:
                             s5_host, pos = _wire.read_compact_text(buf, pos, "host")
-                        (
-                            s5_operation,
-                            s5_permission_type,
-                            t5,
-                        ) = _F_bbB.unpack_from(buf, pos)
+                        (s5_operation, s5_permission_type, t5,) = _F_bbB.unpack_from(buf, pos)
                         pos += 3
                         u5 = _NO_TAGS
                         if t5:
@@ -935,11 +897,12 @@ def _w_DescribeAclsResponse__DescribeAclsResource_2(
         raise EncodeError(f"cannot write DescribeAclsResource: {exc}") from None
 
 
+
 DescribeAclsRequest._FIELDS = (
-    FieldInfo("resource_type_filter", "int8", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('resource_type_filter', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "resource_name_filter",
-        "string",
+        'resource_name_filter',
+        'string',
         None,
         False,
         VersionRange(0, 3),
@@ -948,10 +911,10 @@ DescribeAclsRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("pattern_type_filter", "int8", None, False, VersionRange(1, 3), _NONE, _NONE, None, False),
+    FieldInfo('pattern_type_filter', 'int8', None, False, VersionRange(1, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "principal_filter",
-        "string",
+        'principal_filter',
+        'string',
         None,
         False,
         VersionRange(0, 3),
@@ -961,8 +924,8 @@ DescribeAclsRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "host_filter",
-        "string",
+        'host_filter',
+        'string',
         None,
         False,
         VersionRange(0, 3),
@@ -971,8 +934,8 @@ DescribeAclsRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("operation", "int8", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("permission_type", "int8", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('operation', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('permission_type', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
 DescribeAclsRequest._READERS = {
     0: _r_DescribeAclsRequest_0,
@@ -991,11 +954,11 @@ _C_Response__AclDescription = DescribeAclsResponse.AclDescription
 _C_Response__DescribeAclsResource = DescribeAclsResponse.DescribeAclsResource
 
 DescribeAclsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 3),
@@ -1005,8 +968,8 @@ DescribeAclsResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "resources",
-        "DescribeAclsResource",
+        'resources',
+        'DescribeAclsResource',
         _C_Response__DescribeAclsResource,
         True,
         VersionRange(0, 3),
@@ -1017,18 +980,18 @@ DescribeAclsResponse._FIELDS = (
     ),
 )
 _C_Response__AclDescription._FIELDS = (
-    FieldInfo("principal", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("operation", "int8", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("permission_type", "int8", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('principal', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('operation', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('permission_type', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
 _C_Response__DescribeAclsResource._FIELDS = (
-    FieldInfo("resource_type", "int8", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("resource_name", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("pattern_type", "int8", None, False, VersionRange(1, 3), _NONE, _NONE, None, False),
+    FieldInfo('resource_type', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('resource_name', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('pattern_type', 'int8', None, False, VersionRange(1, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "acls",
-        "AclDescription",
+        'acls',
+        'AclDescription',
         _C_Response__AclDescription,
         True,
         VersionRange(0, 3),

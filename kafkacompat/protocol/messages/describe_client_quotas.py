@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["DescribeClientQuotasRequest", "DescribeClientQuotasResponse"]
+__all__ = ['DescribeClientQuotasRequest', 'DescribeClientQuotasResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -24,8 +24,8 @@ _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class DescribeClientQuotasRequest(KafkaRequest["DescribeClientQuotasResponse"]):
-    __slots__ = ("components", "strict")
+class DescribeClientQuotasRequest(KafkaRequest['DescribeClientQuotasResponse']):
+    __slots__ = ('components', 'strict')
 
     def __init__(
         self,
@@ -37,15 +37,15 @@ class DescribeClientQuotasRequest(KafkaRequest["DescribeClientQuotasResponse"]):
         self.strict = strict
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeClientQuotasRequest"
+    NAME = 'DescribeClientQuotasRequest'
     API_KEY = 48
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(1, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
 
     class ComponentData(KafkaStruct):
-        __slots__ = ("entity_type", "match", "match_type")
+        __slots__ = ('entity_type', 'match', 'match_type')
 
         def __init__(self, *, entity_type: str = "", match_type: int = 0, match: str | None = "") -> None:
             self.entity_type = entity_type
@@ -55,7 +55,7 @@ class DescribeClientQuotasRequest(KafkaRequest["DescribeClientQuotasResponse"]):
 
 
 class DescribeClientQuotasResponse(KafkaMessage):
-    __slots__ = ("entries", "error_code", "error_message", "throttle_time_ms")
+    __slots__ = ('entries', 'error_code', 'error_message', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -71,30 +71,32 @@ class DescribeClientQuotasResponse(KafkaMessage):
         self.entries = [] if entries is _wire.DEFAULT else entries
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeClientQuotasResponse"
+    NAME = 'DescribeClientQuotasResponse'
     API_KEY = 48
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(1, 32767)
 
     class EntityData(KafkaStruct):
-        __slots__ = ("entity_name", "entity_type")
+        __slots__ = ('entity_name', 'entity_type')
 
         def __init__(self, *, entity_type: str = "", entity_name: str | None = "") -> None:
             self.entity_type = entity_type
             self.entity_name = entity_name
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class ValueData(KafkaStruct):
-        __slots__ = ("key", "value")
+        __slots__ = ('key', 'value')
 
         def __init__(self, *, key: str = "", value: float = 0.0) -> None:
             self.key = key
             self.value = value
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class EntryData(KafkaStruct):
-        __slots__ = ("entity", "values")
+        __slots__ = ('entity', 'values')
 
         def __init__(
             self,
@@ -105,6 +107,7 @@ class DescribeClientQuotasResponse(KafkaMessage):
             self.entity = [] if entity is _wire.DEFAULT else entity
             self.values = [] if values is _wire.DEFAULT else values
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 DescribeClientQuotasRequest.RESPONSE_CLASS = DescribeClientQuotasResponse
@@ -204,10 +207,7 @@ def _r_DescribeClientQuotasRequest_1(buf: Any, pos: int) -> tuple[DescribeClient
                     pos = stop
                 else:
                     s3_entity_type, pos = _wire.read_compact_text(buf, pos, "entity_type")
-                (
-                    s3_match_type,
-                    size,
-                ) = _F_bB.unpack_from(buf, pos)
+                (s3_match_type, size,) = _F_bB.unpack_from(buf, pos)
                 pos += 1
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -238,10 +238,7 @@ def _r_DescribeClientQuotasRequest_1(buf: Any, pos: int) -> tuple[DescribeClient
                 o3.match = s3_match
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_strict,
-            t1,
-        ) = _F_oB.unpack_from(buf, pos)
+        (s1_strict, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -342,10 +339,7 @@ def _r_DescribeClientQuotasResponse_0(buf: Any, pos: int) -> tuple[DescribeClien
     s5_entity_name: str | None
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         size = buf[pos] << 8 | buf[pos + 1]
         if size < 0x8000:
@@ -445,7 +439,7 @@ def _w_DescribeClientQuotasResponse_0(out: bytearray, o: DescribeClientQuotasRes
         _wire.write_string(out, x)
         x = o.entries
         if x is None:
-            out += b"\xff\xff\xff\xff"
+            out += b'\xff\xff\xff\xff'
         else:
             out += _wire.INT32.pack(len(x))
             for item in x:
@@ -466,11 +460,7 @@ def _r_DescribeClientQuotasResponse_1(buf: Any, pos: int) -> tuple[DescribeClien
     u7: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -563,10 +553,7 @@ def _r_DescribeClientQuotasResponse_1(buf: Any, pos: int) -> tuple[DescribeClien
                             pos = stop
                         else:
                             s7_key, pos = _wire.read_compact_text(buf, pos, "key")
-                        (
-                            s7_value,
-                            t7,
-                        ) = _F_dB.unpack_from(buf, pos)
+                        (s7_value, t7,) = _F_dB.unpack_from(buf, pos)
                         pos += 9
                         u7 = _NO_TAGS
                         if t7:
@@ -638,7 +625,7 @@ def _w_DescribeClientQuotasResponse_1(out: bytearray, o: DescribeClientQuotasRes
             _wire.write_compact_string(out, x)
         x = o.entries
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -803,8 +790,8 @@ _C_Request__ComponentData = DescribeClientQuotasRequest.ComponentData
 
 DescribeClientQuotasRequest._FIELDS = (
     FieldInfo(
-        "components",
-        "ComponentData",
+        'components',
+        'ComponentData',
         _C_Request__ComponentData,
         True,
         VersionRange(0, 1),
@@ -813,12 +800,12 @@ DescribeClientQuotasRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("strict", "bool", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('strict', 'bool', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 _C_Request__ComponentData._FIELDS = (
-    FieldInfo("entity_type", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("match_type", "int8", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("match", "string", None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False),
+    FieldInfo('entity_type', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('match_type', 'int8', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('match', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False),
 )
 DescribeClientQuotasRequest._READERS = {
     0: _r_DescribeClientQuotasRequest_0,
@@ -834,11 +821,11 @@ _C_Response__ValueData = DescribeClientQuotasResponse.ValueData
 _C_Response__EntryData = DescribeClientQuotasResponse.EntryData
 
 DescribeClientQuotasResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -848,8 +835,8 @@ DescribeClientQuotasResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "entries",
-        "EntryData",
+        'entries',
+        'EntryData',
         _C_Response__EntryData,
         True,
         VersionRange(0, 1),
@@ -860,10 +847,10 @@ DescribeClientQuotasResponse._FIELDS = (
     ),
 )
 _C_Response__EntityData._FIELDS = (
-    FieldInfo("entity_type", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('entity_type', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "entity_name",
-        "string",
+        'entity_name',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -874,13 +861,13 @@ _C_Response__EntityData._FIELDS = (
     ),
 )
 _C_Response__ValueData._FIELDS = (
-    FieldInfo("key", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("value", "float64", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('key', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('value', 'float64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 _C_Response__EntryData._FIELDS = (
     FieldInfo(
-        "entity",
-        "EntityData",
+        'entity',
+        'EntityData',
         _C_Response__EntityData,
         True,
         VersionRange(0, 1),
@@ -890,8 +877,8 @@ _C_Response__EntryData._FIELDS = (
         False,
     ),
     FieldInfo(
-        "values",
-        "ValueData",
+        'values',
+        'ValueData',
         _C_Response__ValueData,
         True,
         VersionRange(0, 1),

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["DescribeClusterRequest", "DescribeClusterResponse"]
+__all__ = ['DescribeClusterRequest', 'DescribeClusterResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -28,8 +28,8 @@ _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class DescribeClusterRequest(KafkaRequest["DescribeClusterResponse"]):
-    __slots__ = ("endpoint_type", "include_cluster_authorized_operations", "include_fenced_brokers")
+class DescribeClusterRequest(KafkaRequest['DescribeClusterResponse']):
+    __slots__ = ('endpoint_type', 'include_cluster_authorized_operations', 'include_fenced_brokers')
 
     def __init__(
         self,
@@ -43,24 +43,23 @@ class DescribeClusterRequest(KafkaRequest["DescribeClusterResponse"]):
         self.include_fenced_brokers = include_fenced_brokers
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeClusterRequest"
+    NAME = 'DescribeClusterRequest'
     API_KEY = 60
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker", "controller")
-
+    LISTENERS = ('broker', 'controller')
 
 class DescribeClusterResponse(KafkaMessage):
     __slots__ = (
-        "brokers",
-        "cluster_authorized_operations",
-        "cluster_id",
-        "controller_id",
-        "endpoint_type",
-        "error_code",
-        "error_message",
-        "throttle_time_ms",
+        'brokers',
+        'cluster_authorized_operations',
+        'cluster_id',
+        'controller_id',
+        'endpoint_type',
+        'error_code',
+        'error_message',
+        'throttle_time_ms',
     )
 
     def __init__(
@@ -85,14 +84,14 @@ class DescribeClusterResponse(KafkaMessage):
         self.cluster_authorized_operations = cluster_authorized_operations
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeClusterResponse"
+    NAME = 'DescribeClusterResponse'
     API_KEY = 60
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class DescribeClusterBroker(KafkaStruct):
-        __slots__ = ("broker_id", "host", "is_fenced", "port", "rack")
+        __slots__ = ('broker_id', 'host', 'is_fenced', 'port', 'rack')
 
         def __init__(
             self,
@@ -110,7 +109,7 @@ class DescribeClusterResponse(KafkaMessage):
             self.is_fenced = is_fenced
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("broker_id",)
+        MAP_KEY = ('broker_id',)
 
 
 DescribeClusterRequest.RESPONSE_CLASS = DescribeClusterResponse
@@ -119,10 +118,7 @@ DescribeClusterRequest.RESPONSE_CLASS = DescribeClusterResponse
 def _r_DescribeClusterRequest_0(buf: Any, pos: int) -> tuple[DescribeClusterRequest, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_include_cluster_authorized_operations,
-            t1,
-        ) = _F_oB.unpack_from(buf, pos)
+        (s1_include_cluster_authorized_operations, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -167,11 +163,7 @@ def _w_DescribeClusterRequest_0(out: bytearray, o: DescribeClusterRequest) -> No
 def _r_DescribeClusterRequest_1(buf: Any, pos: int) -> tuple[DescribeClusterRequest, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_include_cluster_authorized_operations,
-            s1_endpoint_type,
-            t1,
-        ) = _F_obB.unpack_from(buf, pos)
+        (s1_include_cluster_authorized_operations, s1_endpoint_type, t1,) = _F_obB.unpack_from(buf, pos)
         pos += 3
         u1 = _NO_TAGS
         if t1:
@@ -259,11 +251,7 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
     u3: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -298,10 +286,7 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
             s1_brokers = _wire.KeyedList()
             add2 = s1_brokers.append
             for _ in range(n):
-                (
-                    s3_broker_id,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_broker_id, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -311,10 +296,7 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_port, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -347,10 +329,7 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
                 o3.is_fenced = False
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_cluster_authorized_operations,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_cluster_authorized_operations, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -431,11 +410,7 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
     u3: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -448,10 +423,7 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
             pos += 1
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_endpoint_type,
-            size,
-        ) = _F_bB.unpack_from(buf, pos)
+        (s1_endpoint_type, size,) = _F_bB.unpack_from(buf, pos)
         pos += 1
         if 0 < size < 0x80:
             stop = pos + size
@@ -474,10 +446,7 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
             s1_brokers = _wire.KeyedList()
             add2 = s1_brokers.append
             for _ in range(n):
-                (
-                    s3_broker_id,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_broker_id, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -487,10 +456,7 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_port, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -523,10 +489,7 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
                 o3.is_fenced = False
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_cluster_authorized_operations,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_cluster_authorized_operations, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -604,11 +567,7 @@ def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterRes
     u3: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -621,10 +580,7 @@ def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterRes
             pos += 1
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_endpoint_type,
-            size,
-        ) = _F_bB.unpack_from(buf, pos)
+        (s1_endpoint_type, size,) = _F_bB.unpack_from(buf, pos)
         pos += 1
         if 0 < size < 0x80:
             stop = pos + size
@@ -647,10 +603,7 @@ def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterRes
             s1_brokers = _wire.KeyedList()
             add2 = s1_brokers.append
             for _ in range(n):
-                (
-                    s3_broker_id,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_broker_id, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -660,10 +613,7 @@ def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterRes
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_port, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -676,10 +626,7 @@ def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterRes
                     pos += 1
                 else:
                     s3_rack, pos = _wire.read_compact_string(buf, pos)
-                (
-                    s3_is_fenced,
-                    t3,
-                ) = _F_oB.unpack_from(buf, pos)
+                (s3_is_fenced, t3,) = _F_oB.unpack_from(buf, pos)
                 pos += 2
                 u3 = _NO_TAGS
                 if t3:
@@ -700,10 +647,7 @@ def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterRes
                 o3.is_fenced = s3_is_fenced
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_cluster_authorized_operations,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_cluster_authorized_operations, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -840,10 +784,11 @@ def _w_DescribeClusterResponse__DescribeClusterBroker_1(
         raise EncodeError(f"cannot write DescribeClusterBroker: {exc}") from None
 
 
+
 DescribeClusterRequest._FIELDS = (
     FieldInfo(
-        "include_cluster_authorized_operations",
-        "bool",
+        'include_cluster_authorized_operations',
+        'bool',
         None,
         False,
         VersionRange(0, 2),
@@ -852,8 +797,8 @@ DescribeClusterRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("endpoint_type", "int8", None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
-    FieldInfo("include_fenced_brokers", "bool", None, False, VersionRange(2, 2), _NONE, _NONE, None, False),
+    FieldInfo('endpoint_type', 'int8', None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
+    FieldInfo('include_fenced_brokers', 'bool', None, False, VersionRange(2, 2), _NONE, _NONE, None, False),
 )
 DescribeClusterRequest._READERS = {
     0: _r_DescribeClusterRequest_0,
@@ -869,11 +814,11 @@ DescribeClusterRequest._WRITERS = {
 _C_Response__DescribeClusterBroker = DescribeClusterResponse.DescribeClusterBroker
 
 DescribeClusterResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 2),
@@ -882,12 +827,12 @@ DescribeClusterResponse._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("endpoint_type", "int8", None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
-    FieldInfo("cluster_id", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("controller_id", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('endpoint_type', 'int8', None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
+    FieldInfo('cluster_id', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('controller_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "brokers",
-        "DescribeClusterBroker",
+        'brokers',
+        'DescribeClusterBroker',
         _C_Response__DescribeClusterBroker,
         True,
         VersionRange(0, 2),
@@ -897,8 +842,8 @@ DescribeClusterResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "cluster_authorized_operations",
-        "int32",
+        'cluster_authorized_operations',
+        'int32',
         None,
         False,
         VersionRange(0, 2),
@@ -909,11 +854,11 @@ DescribeClusterResponse._FIELDS = (
     ),
 )
 _C_Response__DescribeClusterBroker._FIELDS = (
-    FieldInfo("broker_id", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("port", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("rack", "string", None, False, VersionRange(0, 2), VersionRange(0, 32767), _NONE, None, False),
-    FieldInfo("is_fenced", "bool", None, False, VersionRange(2, 2), _NONE, _NONE, None, False),
+    FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('port', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('rack', 'string', None, False, VersionRange(0, 2), VersionRange(0, 32767), _NONE, None, False),
+    FieldInfo('is_fenced', 'bool', None, False, VersionRange(2, 2), _NONE, _NONE, None, False),
 )
 DescribeClusterResponse._READERS = {
     0: _r_DescribeClusterResponse_0,

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["DescribeConfigsRequest", "DescribeConfigsResponse"]
+__all__ = ['DescribeConfigsRequest', 'DescribeConfigsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -26,8 +26,8 @@ _F_i = struct.Struct(">i")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class DescribeConfigsRequest(KafkaRequest["DescribeConfigsResponse"]):
-    __slots__ = ("include_documentation", "include_synonyms", "resources")
+class DescribeConfigsRequest(KafkaRequest['DescribeConfigsResponse']):
+    __slots__ = ('include_documentation', 'include_synonyms', 'resources')
 
     def __init__(
         self,
@@ -41,19 +41,19 @@ class DescribeConfigsRequest(KafkaRequest["DescribeConfigsResponse"]):
         self.include_documentation = include_documentation
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeConfigsRequest"
+    NAME = 'DescribeConfigsRequest'
     API_KEY = 32
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 4)
     FLEXIBLE_VERSIONS = VersionRange(4, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 0)
-    LISTENERS = ("broker", "controller")
+    LISTENERS = ('broker', 'controller')
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class DescribeConfigsResource(KafkaStruct):
-        __slots__ = ("configuration_keys", "resource_name", "resource_type")
+        __slots__ = ('configuration_keys', 'resource_name', 'resource_type')
 
         def __init__(
             self,
@@ -69,7 +69,7 @@ class DescribeConfigsRequest(KafkaRequest["DescribeConfigsResponse"]):
 
 
 class DescribeConfigsResponse(KafkaMessage):
-    __slots__ = ("results", "throttle_time_ms")
+    __slots__ = ('results', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -81,17 +81,17 @@ class DescribeConfigsResponse(KafkaMessage):
         self.results = [] if results is _wire.DEFAULT else results
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeConfigsResponse"
+    NAME = 'DescribeConfigsResponse'
     API_KEY = 32
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 4)
     FLEXIBLE_VERSIONS = VersionRange(4, 32767)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class DescribeConfigsSynonym(KafkaStruct):
-        __slots__ = ("name", "source", "value")
+        __slots__ = ('name', 'source', 'value')
 
         def __init__(self, *, name: str = "", value: str | None = "", source: int = 0) -> None:
             self.name = name
@@ -99,17 +99,18 @@ class DescribeConfigsResponse(KafkaMessage):
             self.source = source
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class DescribeConfigsResourceResult(KafkaStruct):
         __slots__ = (
-            "config_source",
-            "config_type",
-            "documentation",
-            "is_default",
-            "is_sensitive",
-            "name",
-            "read_only",
-            "synonyms",
-            "value",
+            'config_source',
+            'config_type',
+            'documentation',
+            'is_default',
+            'is_sensitive',
+            'name',
+            'read_only',
+            'synonyms',
+            'value',
         )
 
         def __init__(
@@ -136,8 +137,9 @@ class DescribeConfigsResponse(KafkaMessage):
             self.documentation = documentation
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class DescribeConfigsResult(KafkaStruct):
-        __slots__ = ("configs", "error_code", "error_message", "resource_name", "resource_type")
+        __slots__ = ('configs', 'error_code', 'error_message', 'resource_name', 'resource_type')
 
         def __init__(
             self,
@@ -154,6 +156,7 @@ class DescribeConfigsResponse(KafkaMessage):
             self.resource_name = resource_name
             self.configs = [] if configs is _wire.DEFAULT else configs
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 DescribeConfigsRequest.RESPONSE_CLASS = DescribeConfigsResponse
@@ -353,10 +356,7 @@ def _r_DescribeConfigsRequest_2(buf: Any, pos: int) -> tuple[DescribeConfigsRequ
                 o3.configuration_keys = s3_configuration_keys
                 o3._unknown_tags = _NO_TAGS
                 add2(o3)
-        (
-            s1_include_synonyms,
-            s1_include_documentation,
-        ) = _F_oo.unpack_from(buf, pos)
+        (s1_include_synonyms, s1_include_documentation,) = _F_oo.unpack_from(buf, pos)
         pos += 2
         o1 = _new(DescribeConfigsRequest)
         o1.resources = s1_resources
@@ -403,10 +403,7 @@ def _r_DescribeConfigsRequest_3(buf: Any, pos: int) -> tuple[DescribeConfigsRequ
             s1_resources = []
             add2 = s1_resources.append
             for _ in range(n):
-                (
-                    s3_resource_type,
-                    size,
-                ) = _F_bB.unpack_from(buf, pos)
+                (s3_resource_type, size,) = _F_bB.unpack_from(buf, pos)
                 pos += 1
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -455,11 +452,7 @@ def _r_DescribeConfigsRequest_3(buf: Any, pos: int) -> tuple[DescribeConfigsRequ
                 o3.configuration_keys = s3_configuration_keys
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_include_synonyms,
-            s1_include_documentation,
-            t1,
-        ) = _F_ooB.unpack_from(buf, pos)
+        (s1_include_synonyms, s1_include_documentation, t1,) = _F_ooB.unpack_from(buf, pos)
         pos += 3
         u1 = _NO_TAGS
         if t1:
@@ -519,7 +512,7 @@ def _w_DescribeConfigsRequest__DescribeConfigsResource_0(
         _wire.write_string(out, x)
         x = o.configuration_keys
         if x is None:
-            out += b"\xff\xff\xff\xff"
+            out += b'\xff\xff\xff\xff'
         else:
             out += _wire.INT32.pack(len(x))
             for item in x:
@@ -549,7 +542,7 @@ def _w_DescribeConfigsRequest__DescribeConfigsResource_1(
             _wire.write_compact_string(out, x)
         x = o.configuration_keys
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -639,11 +632,7 @@ def _r_DescribeConfigsResponse_0(buf: Any, pos: int) -> tuple[DescribeConfigsRes
                             pos = stop
                         else:
                             s5_value, pos = _wire.read_string(buf, pos)
-                        (
-                            s5_read_only,
-                            s5_is_default,
-                            s5_is_sensitive,
-                        ) = _F_ooo.unpack_from(buf, pos)
+                        (s5_read_only, s5_is_default, s5_is_sensitive,) = _F_ooo.unpack_from(buf, pos)
                         pos += 3
                         o5 = _new(_C_Response__DescribeConfigsResourceResult)
                         o5.name = s5_name
@@ -759,11 +748,7 @@ def _r_DescribeConfigsResponse_1(buf: Any, pos: int) -> tuple[DescribeConfigsRes
                             pos = stop
                         else:
                             s5_value, pos = _wire.read_string(buf, pos)
-                        (
-                            s5_read_only,
-                            s5_config_source,
-                            s5_is_sensitive,
-                        ) = _F_obo.unpack_from(buf, pos)
+                        (s5_read_only, s5_config_source, s5_is_sensitive,) = _F_obo.unpack_from(buf, pos)
                         pos += 3
                         n, pos = _wire.read_array_count(buf, pos)
                         if n < 0:
@@ -921,11 +906,7 @@ def _r_DescribeConfigsResponse_2(buf: Any, pos: int) -> tuple[DescribeConfigsRes
                             pos = stop
                         else:
                             s5_value, pos = _wire.read_string(buf, pos)
-                        (
-                            s5_read_only,
-                            s5_config_source,
-                            s5_is_sensitive,
-                        ) = _F_obo.unpack_from(buf, pos)
+                        (s5_read_only, s5_config_source, s5_is_sensitive,) = _F_obo.unpack_from(buf, pos)
                         pos += 3
                         n, pos = _wire.read_array_count(buf, pos)
                         if n < 0:
@@ -1051,10 +1032,7 @@ def _r_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsRes
             s1_results = []
             add2 = s1_results.append
             for _ in range(n):
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -1067,10 +1045,7 @@ def _r_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsRes
                     pos += 1
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
-                (
-                    s3_resource_type,
-                    size,
-                ) = _F_bB.unpack_from(buf, pos)
+                (s3_resource_type, size,) = _F_bB.unpack_from(buf, pos)
                 pos += 1
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -1112,11 +1087,7 @@ def _r_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsRes
                             pos += 1
                         else:
                             s5_value, pos = _wire.read_compact_string(buf, pos)
-                        (
-                            s5_read_only,
-                            s5_config_source,
-                            s5_is_sensitive,
-                        ) = _F_obo.unpack_from(buf, pos)
+                        (s5_read_only, s5_config_source, s5_is_sensitive,) = _F_obo.unpack_from(buf, pos)
                         pos += 3
                         n = buf[pos] - 1
                         if n < 0x7F:
@@ -1156,10 +1127,7 @@ def _r_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsRes
                                     pos += 1
                                 else:
                                     s7_value, pos = _wire.read_compact_string(buf, pos)
-                                (
-                                    s7_source,
-                                    t7,
-                                ) = _F_bB.unpack_from(buf, pos)
+                                (s7_source, t7,) = _F_bB.unpack_from(buf, pos)
                                 pos += 2
                                 u7 = _NO_TAGS
                                 if t7:
@@ -1178,10 +1146,7 @@ def _r_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsRes
                                 o7.source = s7_source
                                 o7._unknown_tags = u7
                                 add6(o7)
-                        (
-                            s5_config_type,
-                            size,
-                        ) = _F_bB.unpack_from(buf, pos)
+                        (s5_config_type, size,) = _F_bB.unpack_from(buf, pos)
                         pos += 1
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -1581,8 +1546,8 @@ _C_Request__DescribeConfigsResource = DescribeConfigsRequest.DescribeConfigsReso
 
 DescribeConfigsRequest._FIELDS = (
     FieldInfo(
-        "resources",
-        "DescribeConfigsResource",
+        'resources',
+        'DescribeConfigsResource',
         _C_Request__DescribeConfigsResource,
         True,
         VersionRange(0, 4),
@@ -1591,15 +1556,15 @@ DescribeConfigsRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("include_synonyms", "bool", None, False, VersionRange(1, 4), _NONE, _NONE, None, False),
-    FieldInfo("include_documentation", "bool", None, False, VersionRange(3, 4), _NONE, _NONE, None, False),
+    FieldInfo('include_synonyms', 'bool', None, False, VersionRange(1, 4), _NONE, _NONE, None, False),
+    FieldInfo('include_documentation', 'bool', None, False, VersionRange(3, 4), _NONE, _NONE, None, False),
 )
 _C_Request__DescribeConfigsResource._FIELDS = (
-    FieldInfo("resource_type", "int8", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("resource_name", "string", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('resource_type', 'int8', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('resource_name', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
     FieldInfo(
-        "configuration_keys",
-        "string",
+        'configuration_keys',
+        'string',
         None,
         True,
         VersionRange(0, 4),
@@ -1629,10 +1594,10 @@ _C_Response__DescribeConfigsResourceResult = DescribeConfigsResponse.DescribeCon
 _C_Response__DescribeConfigsResult = DescribeConfigsResponse.DescribeConfigsResult
 
 DescribeConfigsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
     FieldInfo(
-        "results",
-        "DescribeConfigsResult",
+        'results',
+        'DescribeConfigsResult',
         _C_Response__DescribeConfigsResult,
         True,
         VersionRange(0, 4),
@@ -1643,20 +1608,20 @@ DescribeConfigsResponse._FIELDS = (
     ),
 )
 _C_Response__DescribeConfigsSynonym._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(1, 4), _NONE, _NONE, None, False),
-    FieldInfo("value", "string", None, False, VersionRange(1, 4), VersionRange(1, 32767), _NONE, None, False),
-    FieldInfo("source", "int8", None, False, VersionRange(1, 4), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(1, 4), _NONE, _NONE, None, False),
+    FieldInfo('value', 'string', None, False, VersionRange(1, 4), VersionRange(1, 32767), _NONE, None, False),
+    FieldInfo('source', 'int8', None, False, VersionRange(1, 4), _NONE, _NONE, None, False),
 )
 _C_Response__DescribeConfigsResourceResult._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("value", "string", None, False, VersionRange(0, 4), VersionRange(0, 32767), _NONE, None, False),
-    FieldInfo("read_only", "bool", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("is_default", "bool", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("config_source", "int8", None, False, VersionRange(1, 4), _NONE, _NONE, None, True),
-    FieldInfo("is_sensitive", "bool", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('value', 'string', None, False, VersionRange(0, 4), VersionRange(0, 32767), _NONE, None, False),
+    FieldInfo('read_only', 'bool', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('is_default', 'bool', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('config_source', 'int8', None, False, VersionRange(1, 4), _NONE, _NONE, None, True),
+    FieldInfo('is_sensitive', 'bool', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
     FieldInfo(
-        "synonyms",
-        "DescribeConfigsSynonym",
+        'synonyms',
+        'DescribeConfigsSynonym',
         _C_Response__DescribeConfigsSynonym,
         True,
         VersionRange(1, 4),
@@ -1665,10 +1630,10 @@ _C_Response__DescribeConfigsResourceResult._FIELDS = (
         None,
         True,
     ),
-    FieldInfo("config_type", "int8", None, False, VersionRange(3, 4), _NONE, _NONE, None, True),
+    FieldInfo('config_type', 'int8', None, False, VersionRange(3, 4), _NONE, _NONE, None, True),
     FieldInfo(
-        "documentation",
-        "string",
+        'documentation',
+        'string',
         None,
         False,
         VersionRange(3, 4),
@@ -1679,10 +1644,10 @@ _C_Response__DescribeConfigsResourceResult._FIELDS = (
     ),
 )
 _C_Response__DescribeConfigsResult._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 4),
@@ -1691,11 +1656,11 @@ _C_Response__DescribeConfigsResult._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("resource_type", "int8", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("resource_name", "string", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('resource_type', 'int8', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('resource_name', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
     FieldInfo(
-        "configs",
-        "DescribeConfigsResourceResult",
+        'configs',
+        'DescribeConfigsResourceResult',
         _C_Response__DescribeConfigsResourceResult,
         True,
         VersionRange(0, 4),

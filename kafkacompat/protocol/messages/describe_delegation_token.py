@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["DescribeDelegationTokenRequest", "DescribeDelegationTokenResponse"]
+__all__ = ['DescribeDelegationTokenRequest', 'DescribeDelegationTokenResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -21,8 +21,8 @@ _F_qqqB = struct.Struct(">qqqB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class DescribeDelegationTokenRequest(KafkaRequest["DescribeDelegationTokenResponse"]):
-    __slots__ = ("owners",)
+class DescribeDelegationTokenRequest(KafkaRequest['DescribeDelegationTokenResponse']):
+    __slots__ = ('owners',)
 
     def __init__(
         self,
@@ -32,19 +32,19 @@ class DescribeDelegationTokenRequest(KafkaRequest["DescribeDelegationTokenRespon
         self.owners = [] if owners is _wire.DEFAULT else owners
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeDelegationTokenRequest"
+    NAME = 'DescribeDelegationTokenRequest'
     API_KEY = 41
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 0)
-    LISTENERS = ("broker", "controller")
+    LISTENERS = ('broker', 'controller')
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class DescribeDelegationTokenOwner(KafkaStruct):
-        __slots__ = ("principal_name", "principal_type")
+        __slots__ = ('principal_name', 'principal_type')
 
         def __init__(self, *, principal_type: str = "", principal_name: str = "") -> None:
             self.principal_type = principal_type
@@ -53,7 +53,7 @@ class DescribeDelegationTokenRequest(KafkaRequest["DescribeDelegationTokenRespon
 
 
 class DescribeDelegationTokenResponse(KafkaMessage):
-    __slots__ = ("error_code", "throttle_time_ms", "tokens")
+    __slots__ = ('error_code', 'throttle_time_ms', 'tokens')
 
     def __init__(
         self,
@@ -67,35 +67,36 @@ class DescribeDelegationTokenResponse(KafkaMessage):
         self.throttle_time_ms = throttle_time_ms
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeDelegationTokenResponse"
+    NAME = 'DescribeDelegationTokenResponse'
     API_KEY = 41
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class DescribedDelegationTokenRenewer(KafkaStruct):
-        __slots__ = ("principal_name", "principal_type")
+        __slots__ = ('principal_name', 'principal_type')
 
         def __init__(self, *, principal_type: str = "", principal_name: str = "") -> None:
             self.principal_type = principal_type
             self.principal_name = principal_name
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class DescribedDelegationToken(KafkaStruct):
         __slots__ = (
-            "expiry_timestamp",
-            "hmac",
-            "issue_timestamp",
-            "max_timestamp",
-            "principal_name",
-            "principal_type",
-            "renewers",
-            "token_id",
-            "token_requester_principal_name",
-            "token_requester_principal_type",
+            'expiry_timestamp',
+            'hmac',
+            'issue_timestamp',
+            'max_timestamp',
+            'principal_name',
+            'principal_type',
+            'renewers',
+            'token_id',
+            'token_requester_principal_name',
+            'token_requester_principal_type',
         )
 
         def __init__(
@@ -123,6 +124,7 @@ class DescribeDelegationTokenResponse(KafkaMessage):
             self.hmac = hmac
             self.renewers = [] if renewers is _wire.DEFAULT else renewers
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 DescribeDelegationTokenRequest.RESPONSE_CLASS = DescribeDelegationTokenResponse
@@ -180,7 +182,7 @@ def _w_DescribeDelegationTokenRequest_0(out: bytearray, o: DescribeDelegationTok
     try:
         x = o.owners
         if x is None:
-            out += b"\xff\xff\xff\xff"
+            out += b'\xff\xff\xff\xff'
         else:
             out += _wire.INT32.pack(len(x))
             for item in x:
@@ -267,7 +269,7 @@ def _w_DescribeDelegationTokenRequest_1(out: bytearray, o: DescribeDelegationTok
     try:
         x = o.owners
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -369,11 +371,7 @@ def _r_DescribeDelegationTokenResponse_0(buf: Any, pos: int) -> tuple[DescribeDe
                     s3_principal_name, pos = _wire.read_string(buf, pos)
                     if s3_principal_name is None:
                         raise _wire.null_error("principal_name", pos)
-                (
-                    s3_issue_timestamp,
-                    s3_expiry_timestamp,
-                    s3_max_timestamp,
-                ) = _F_qqq.unpack_from(buf, pos)
+                (s3_issue_timestamp, s3_expiry_timestamp, s3_max_timestamp,) = _F_qqq.unpack_from(buf, pos)
                 pos += 24
                 size = buf[pos] << 8 | buf[pos + 1]
                 if size < 0x8000:
@@ -593,10 +591,7 @@ def _r_DescribeDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[DescribeDe
                 o3.renewers = s3_renewers
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_throttle_time_ms,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -797,10 +792,7 @@ def _r_DescribeDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[DescribeDe
                 o3.renewers = s3_renewers
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_throttle_time_ms,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -1088,8 +1080,8 @@ _C_Request__DescribeDelegationTokenOwner = DescribeDelegationTokenRequest.Descri
 
 DescribeDelegationTokenRequest._FIELDS = (
     FieldInfo(
-        "owners",
-        "DescribeDelegationTokenOwner",
+        'owners',
+        'DescribeDelegationTokenOwner',
         _C_Request__DescribeDelegationTokenOwner,
         True,
         VersionRange(0, 3),
@@ -1100,8 +1092,8 @@ DescribeDelegationTokenRequest._FIELDS = (
     ),
 )
 _C_Request__DescribeDelegationTokenOwner._FIELDS = (
-    FieldInfo("principal_type", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("principal_name", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('principal_type', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('principal_name', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
 DescribeDelegationTokenRequest._READERS = {
     0: _r_DescribeDelegationTokenRequest_0,
@@ -1120,10 +1112,10 @@ _C_Response__DescribedDelegationTokenRenewer = DescribeDelegationTokenResponse.D
 _C_Response__DescribedDelegationToken = DescribeDelegationTokenResponse.DescribedDelegationToken
 
 DescribeDelegationTokenResponse._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "tokens",
-        "DescribedDelegationToken",
+        'tokens',
+        'DescribedDelegationToken',
         _C_Response__DescribedDelegationToken,
         True,
         VersionRange(0, 3),
@@ -1132,18 +1124,18 @@ DescribeDelegationTokenResponse._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
 _C_Response__DescribedDelegationTokenRenewer._FIELDS = (
-    FieldInfo("principal_type", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("principal_name", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('principal_type', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('principal_name', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
 _C_Response__DescribedDelegationToken._FIELDS = (
-    FieldInfo("principal_type", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("principal_name", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('principal_type', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('principal_name', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "token_requester_principal_type",
-        "string",
+        'token_requester_principal_type',
+        'string',
         None,
         False,
         VersionRange(3, 3),
@@ -1153,8 +1145,8 @@ _C_Response__DescribedDelegationToken._FIELDS = (
         False,
     ),
     FieldInfo(
-        "token_requester_principal_name",
-        "string",
+        'token_requester_principal_name',
+        'string',
         None,
         False,
         VersionRange(3, 3),
@@ -1163,14 +1155,14 @@ _C_Response__DescribedDelegationToken._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("issue_timestamp", "int64", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("expiry_timestamp", "int64", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("max_timestamp", "int64", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("token_id", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("hmac", "bytes", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('issue_timestamp', 'int64', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('expiry_timestamp', 'int64', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('max_timestamp', 'int64', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('token_id', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('hmac', 'bytes', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "renewers",
-        "DescribedDelegationTokenRenewer",
+        'renewers',
+        'DescribedDelegationTokenRenewer',
         _C_Response__DescribedDelegationTokenRenewer,
         True,
         VersionRange(0, 3),

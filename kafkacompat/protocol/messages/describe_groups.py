@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["DescribeGroupsRequest", "DescribeGroupsResponse"]
+__all__ = ['DescribeGroupsRequest', 'DescribeGroupsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -22,8 +22,8 @@ _F_iB = struct.Struct(">iB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class DescribeGroupsRequest(KafkaRequest["DescribeGroupsResponse"]):
-    __slots__ = ("groups", "include_authorized_operations")
+class DescribeGroupsRequest(KafkaRequest['DescribeGroupsResponse']):
+    __slots__ = ('groups', 'include_authorized_operations')
 
     def __init__(
         self,
@@ -35,16 +35,15 @@ class DescribeGroupsRequest(KafkaRequest["DescribeGroupsResponse"]):
         self.include_authorized_operations = include_authorized_operations
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeGroupsRequest"
+    NAME = 'DescribeGroupsRequest'
     API_KEY = 15
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 6)
     FLEXIBLE_VERSIONS = VersionRange(5, 32767)
-    LISTENERS = ("broker",)
-
+    LISTENERS = ('broker',)
 
 class DescribeGroupsResponse(KafkaMessage):
-    __slots__ = ("groups", "throttle_time_ms")
+    __slots__ = ('groups', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -56,20 +55,20 @@ class DescribeGroupsResponse(KafkaMessage):
         self.groups = [] if groups is _wire.DEFAULT else groups
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeGroupsResponse"
+    NAME = 'DescribeGroupsResponse'
     API_KEY = 15
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 6)
     FLEXIBLE_VERSIONS = VersionRange(5, 32767)
 
     class DescribedGroupMember(KafkaStruct):
         __slots__ = (
-            "client_host",
-            "client_id",
-            "group_instance_id",
-            "member_assignment",
-            "member_id",
-            "member_metadata",
+            'client_host',
+            'client_id',
+            'group_instance_id',
+            'member_assignment',
+            'member_id',
+            'member_metadata',
         )
 
         def __init__(
@@ -90,16 +89,17 @@ class DescribeGroupsResponse(KafkaMessage):
             self.member_assignment = member_assignment
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class DescribedGroup(KafkaStruct):
         __slots__ = (
-            "authorized_operations",
-            "error_code",
-            "error_message",
-            "group_id",
-            "group_state",
-            "members",
-            "protocol_data",
-            "protocol_type",
+            'authorized_operations',
+            'error_code',
+            'error_message',
+            'group_id',
+            'group_state',
+            'members',
+            'protocol_data',
+            'protocol_type',
         )
 
         def __init__(
@@ -123,6 +123,7 @@ class DescribeGroupsResponse(KafkaMessage):
             self.members = [] if members is _wire.DEFAULT else members
             self.authorized_operations = authorized_operations
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 DescribeGroupsRequest.RESPONSE_CLASS = DescribeGroupsResponse
@@ -245,10 +246,7 @@ def _r_DescribeGroupsRequest_2(buf: Any, pos: int) -> tuple[DescribeGroupsReques
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "groups[]")
                 add2(item)
-        (
-            s1_include_authorized_operations,
-            t1,
-        ) = _F_oB.unpack_from(buf, pos)
+        (s1_include_authorized_operations, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -937,10 +935,7 @@ def _r_DescribeGroupsResponse_4(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
             s1_groups = []
             add2 = s1_groups.append
             for _ in range(n):
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -1054,10 +1049,7 @@ def _r_DescribeGroupsResponse_4(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
                         o5.member_assignment = s5_member_assignment
                         o5._unknown_tags = u5
                         add4(o5)
-                (
-                    s3_authorized_operations,
-                    t3,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_authorized_operations, t3,) = _F_iB.unpack_from(buf, pos)
                 pos += 5
                 u3 = _NO_TAGS
                 if t3:
@@ -1148,10 +1140,7 @@ def _r_DescribeGroupsResponse_5(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
             s1_groups = []
             add2 = s1_groups.append
             for _ in range(n):
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -1277,10 +1266,7 @@ def _r_DescribeGroupsResponse_5(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
                         o5.member_assignment = s5_member_assignment
                         o5._unknown_tags = u5
                         add4(o5)
-                (
-                    s3_authorized_operations,
-                    t3,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_authorized_operations, t3,) = _F_iB.unpack_from(buf, pos)
                 pos += 5
                 u3 = _NO_TAGS
                 if t3:
@@ -1726,11 +1712,12 @@ def _w_DescribeGroupsResponse__DescribedGroup_4(
         raise EncodeError(f"cannot write DescribedGroup: {exc}") from None
 
 
+
 DescribeGroupsRequest._FIELDS = (
-    FieldInfo("groups", "string", None, True, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('groups', 'string', None, True, VersionRange(0, 6), _NONE, _NONE, None, False),
     FieldInfo(
-        "include_authorized_operations",
-        "bool",
+        'include_authorized_operations',
+        'bool',
         None,
         False,
         VersionRange(3, 6),
@@ -1763,10 +1750,10 @@ _C_Response__DescribedGroupMember = DescribeGroupsResponse.DescribedGroupMember
 _C_Response__DescribedGroup = DescribeGroupsResponse.DescribedGroup
 
 DescribeGroupsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(1, 6), _NONE, _NONE, None, True),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(1, 6), _NONE, _NONE, None, True),
     FieldInfo(
-        "groups",
-        "DescribedGroup",
+        'groups',
+        'DescribedGroup',
         _C_Response__DescribedGroup,
         True,
         VersionRange(0, 6),
@@ -1777,10 +1764,10 @@ DescribeGroupsResponse._FIELDS = (
     ),
 )
 _C_Response__DescribedGroupMember._FIELDS = (
-    FieldInfo("member_id", "string", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('member_id', 'string', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
     FieldInfo(
-        "group_instance_id",
-        "string",
+        'group_instance_id',
+        'string',
         None,
         False,
         VersionRange(4, 6),
@@ -1789,16 +1776,16 @@ _C_Response__DescribedGroupMember._FIELDS = (
         None,
         True,
     ),
-    FieldInfo("client_id", "string", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
-    FieldInfo("client_host", "string", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
-    FieldInfo("member_metadata", "bytes", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
-    FieldInfo("member_assignment", "bytes", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('client_id', 'string', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('client_host', 'string', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('member_metadata', 'bytes', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('member_assignment', 'bytes', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
 )
 _C_Response__DescribedGroup._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(6, 6),
@@ -1807,13 +1794,13 @@ _C_Response__DescribedGroup._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
-    FieldInfo("group_state", "string", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
-    FieldInfo("protocol_type", "string", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
-    FieldInfo("protocol_data", "string", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('group_state', 'string', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('protocol_type', 'string', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('protocol_data', 'string', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
     FieldInfo(
-        "members",
-        "DescribedGroupMember",
+        'members',
+        'DescribedGroupMember',
         _C_Response__DescribedGroupMember,
         True,
         VersionRange(0, 6),
@@ -1822,7 +1809,7 @@ _C_Response__DescribedGroup._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("authorized_operations", "int32", None, False, VersionRange(3, 6), _NONE, _NONE, None, False),
+    FieldInfo('authorized_operations', 'int32', None, False, VersionRange(3, 6), _NONE, _NONE, None, False),
 )
 DescribeGroupsResponse._READERS = {
     0: _r_DescribeGroupsResponse_0,

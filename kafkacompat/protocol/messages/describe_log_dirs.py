@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["DescribeLogDirsRequest", "DescribeLogDirsResponse"]
+__all__ = ['DescribeLogDirsRequest', 'DescribeLogDirsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -30,8 +30,8 @@ _PC_i = _wire.COMPACT_PREFIXED["i"]
 _PI_i = _wire.CLASSIC_PREFIXED["i"]
 
 
-class DescribeLogDirsRequest(KafkaRequest["DescribeLogDirsResponse"]):
-    __slots__ = ("topics",)
+class DescribeLogDirsRequest(KafkaRequest['DescribeLogDirsResponse']):
+    __slots__ = ('topics',)
 
     def __init__(
         self,
@@ -41,30 +41,29 @@ class DescribeLogDirsRequest(KafkaRequest["DescribeLogDirsResponse"]):
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeLogDirsRequest"
+    NAME = 'DescribeLogDirsRequest'
     API_KEY = 35
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 5)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 0)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class DescribableLogDirTopic(KafkaStruct):
-        __slots__ = ("partitions", "topic")
+        __slots__ = ('partitions', 'topic')
 
         def __init__(self, *, topic: str = "", partitions: list[int] = _wire.DEFAULT) -> None:
             self.topic = topic
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("topic",)
-
+        MAP_KEY = ('topic',)
 
 class DescribeLogDirsResponse(KafkaMessage):
-    __slots__ = ("error_code", "results", "throttle_time_ms")
+    __slots__ = ('error_code', 'results', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -78,17 +77,17 @@ class DescribeLogDirsResponse(KafkaMessage):
         self.results = [] if results is _wire.DEFAULT else results
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeLogDirsResponse"
+    NAME = 'DescribeLogDirsResponse'
     API_KEY = 35
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 5)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class DescribeLogDirsPartition(KafkaStruct):
-        __slots__ = ("is_future_key", "offset_lag", "partition_index", "partition_size")
+        __slots__ = ('is_future_key', 'offset_lag', 'partition_index', 'partition_size')
 
         def __init__(
             self,
@@ -104,8 +103,9 @@ class DescribeLogDirsResponse(KafkaMessage):
             self.is_future_key = is_future_key
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class DescribeLogDirsTopic(KafkaStruct):
-        __slots__ = ("name", "partitions")
+        __slots__ = ('name', 'partitions')
 
         def __init__(
             self,
@@ -117,8 +117,9 @@ class DescribeLogDirsResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class DescribeLogDirsResult(KafkaStruct):
-        __slots__ = ("error_code", "is_cordoned", "log_dir", "topics", "total_bytes", "usable_bytes")
+        __slots__ = ('error_code', 'is_cordoned', 'log_dir', 'topics', 'total_bytes', 'usable_bytes')
 
         def __init__(
             self,
@@ -137,6 +138,7 @@ class DescribeLogDirsResponse(KafkaMessage):
             self.usable_bytes = usable_bytes
             self.is_cordoned = is_cordoned
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 DescribeLogDirsRequest.RESPONSE_CLASS = DescribeLogDirsResponse
@@ -194,7 +196,7 @@ def _w_DescribeLogDirsRequest_0(out: bytearray, o: DescribeLogDirsRequest) -> No
     try:
         x = o.topics
         if x is None:
-            out += b"\xff\xff\xff\xff"
+            out += b'\xff\xff\xff\xff'
         else:
             out += _wire.INT32.pack(len(x))
             for item in x:
@@ -295,7 +297,7 @@ def _w_DescribeLogDirsRequest_1(out: bytearray, o: DescribeLogDirsRequest) -> No
     try:
         x = o.topics
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -327,7 +329,7 @@ def _w_DescribeLogDirsRequest__DescribableLogDirTopic_0(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -523,10 +525,7 @@ def _r_DescribeLogDirsResponse_1(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
             s1_results = []
             add2 = s1_results.append
             for _ in range(n):
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -710,10 +709,7 @@ def _r_DescribeLogDirsResponse_2(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
     u8: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -726,10 +722,7 @@ def _r_DescribeLogDirsResponse_2(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
             s1_results = []
             add2 = s1_results.append
             for _ in range(n):
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -913,10 +906,7 @@ def _r_DescribeLogDirsResponse_3(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
     u8: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -929,10 +919,7 @@ def _r_DescribeLogDirsResponse_3(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
             s1_results = []
             add2 = s1_results.append
             for _ in range(n):
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -1040,11 +1027,7 @@ def _r_DescribeLogDirsResponse_3(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
                         o5.partitions = s5_partitions
                         o5._unknown_tags = u5
                         add4(o5)
-                (
-                    s3_total_bytes,
-                    s3_usable_bytes,
-                    t3,
-                ) = _F_qqB.unpack_from(buf, pos)
+                (s3_total_bytes, s3_usable_bytes, t3,) = _F_qqB.unpack_from(buf, pos)
                 pos += 17
                 u3 = _NO_TAGS
                 if t3:
@@ -1121,10 +1104,7 @@ def _r_DescribeLogDirsResponse_4(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
     u8: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -1137,10 +1117,7 @@ def _r_DescribeLogDirsResponse_4(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
             s1_results = []
             add2 = s1_results.append
             for _ in range(n):
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -1248,12 +1225,7 @@ def _r_DescribeLogDirsResponse_4(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
                         o5.partitions = s5_partitions
                         o5._unknown_tags = u5
                         add4(o5)
-                (
-                    s3_total_bytes,
-                    s3_usable_bytes,
-                    s3_is_cordoned,
-                    t3,
-                ) = _F_qqoB.unpack_from(buf, pos)
+                (s3_total_bytes, s3_usable_bytes, s3_is_cordoned, t3,) = _F_qqoB.unpack_from(buf, pos)
                 pos += 18
                 u3 = _NO_TAGS
                 if t3:
@@ -1534,8 +1506,8 @@ _C_Request__DescribableLogDirTopic = DescribeLogDirsRequest.DescribableLogDirTop
 
 DescribeLogDirsRequest._FIELDS = (
     FieldInfo(
-        "topics",
-        "DescribableLogDirTopic",
+        'topics',
+        'DescribableLogDirTopic',
         _C_Request__DescribableLogDirTopic,
         True,
         VersionRange(0, 5),
@@ -1546,8 +1518,8 @@ DescribeLogDirsRequest._FIELDS = (
     ),
 )
 _C_Request__DescribableLogDirTopic._FIELDS = (
-    FieldInfo("topic", "string", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("partitions", "int32", None, True, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('topic', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('partitions', 'int32', None, True, VersionRange(0, 5), _NONE, _NONE, None, False),
 )
 DescribeLogDirsRequest._READERS = {
     0: _r_DescribeLogDirsRequest_0,
@@ -1571,11 +1543,11 @@ _C_Response__DescribeLogDirsTopic = DescribeLogDirsResponse.DescribeLogDirsTopic
 _C_Response__DescribeLogDirsResult = DescribeLogDirsResponse.DescribeLogDirsResult
 
 DescribeLogDirsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(3, 5), _NONE, _NONE, None, True),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(3, 5), _NONE, _NONE, None, True),
     FieldInfo(
-        "results",
-        "DescribeLogDirsResult",
+        'results',
+        'DescribeLogDirsResult',
         _C_Response__DescribeLogDirsResult,
         True,
         VersionRange(0, 5),
@@ -1586,16 +1558,16 @@ DescribeLogDirsResponse._FIELDS = (
     ),
 )
 _C_Response__DescribeLogDirsPartition._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("partition_size", "int64", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("offset_lag", "int64", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("is_future_key", "bool", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('partition_size', 'int64', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('offset_lag', 'int64', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('is_future_key', 'bool', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
 )
 _C_Response__DescribeLogDirsTopic._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "DescribeLogDirsPartition",
+        'partitions',
+        'DescribeLogDirsPartition',
         _C_Response__DescribeLogDirsPartition,
         True,
         VersionRange(0, 5),
@@ -1606,11 +1578,11 @@ _C_Response__DescribeLogDirsTopic._FIELDS = (
     ),
 )
 _C_Response__DescribeLogDirsResult._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("log_dir", "string", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('log_dir', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "DescribeLogDirsTopic",
+        'topics',
+        'DescribeLogDirsTopic',
         _C_Response__DescribeLogDirsTopic,
         True,
         VersionRange(0, 5),
@@ -1619,9 +1591,9 @@ _C_Response__DescribeLogDirsResult._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("total_bytes", "int64", None, False, VersionRange(4, 5), _NONE, _NONE, None, True),
-    FieldInfo("usable_bytes", "int64", None, False, VersionRange(4, 5), _NONE, _NONE, None, True),
-    FieldInfo("is_cordoned", "bool", None, False, VersionRange(5, 5), _NONE, _NONE, None, True),
+    FieldInfo('total_bytes', 'int64', None, False, VersionRange(4, 5), _NONE, _NONE, None, True),
+    FieldInfo('usable_bytes', 'int64', None, False, VersionRange(4, 5), _NONE, _NONE, None, True),
+    FieldInfo('is_cordoned', 'bool', None, False, VersionRange(5, 5), _NONE, _NONE, None, True),
 )
 DescribeLogDirsResponse._READERS = {
     0: _r_DescribeLogDirsResponse_0,

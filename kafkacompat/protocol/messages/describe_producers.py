@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["DescribeProducersRequest", "DescribeProducersResponse"]
+__all__ = ['DescribeProducersRequest', 'DescribeProducersResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -24,33 +24,32 @@ _K_i = _wire.COUNTED_ARRAYS["i"]
 _PC_i = _wire.COMPACT_PREFIXED["i"]
 
 
-class DescribeProducersRequest(KafkaRequest["DescribeProducersResponse"]):
-    __slots__ = ("topics",)
+class DescribeProducersRequest(KafkaRequest['DescribeProducersResponse']):
+    __slots__ = ('topics',)
 
     def __init__(self, *, topics: list[DescribeProducersRequest.TopicRequest] = _wire.DEFAULT) -> None:
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeProducersRequest"
+    NAME = 'DescribeProducersRequest'
     API_KEY = 61
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
 
     class TopicRequest(KafkaStruct):
-        __slots__ = ("name", "partition_indexes")
+        __slots__ = ('name', 'partition_indexes')
 
         def __init__(self, *, name: str = "", partition_indexes: list[int] = _wire.DEFAULT) -> None:
             self.name = name
             self.partition_indexes = [] if partition_indexes is _wire.DEFAULT else partition_indexes
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
-
+        MAP_KEY = ('name',)
 
 class DescribeProducersResponse(KafkaMessage):
-    __slots__ = ("throttle_time_ms", "topics")
+    __slots__ = ('throttle_time_ms', 'topics')
 
     def __init__(
         self,
@@ -62,20 +61,20 @@ class DescribeProducersResponse(KafkaMessage):
         self.topics = [] if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeProducersResponse"
+    NAME = 'DescribeProducersResponse'
     API_KEY = 61
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class ProducerState(KafkaStruct):
         __slots__ = (
-            "coordinator_epoch",
-            "current_txn_start_offset",
-            "last_sequence",
-            "last_timestamp",
-            "producer_epoch",
-            "producer_id",
+            'coordinator_epoch',
+            'current_txn_start_offset',
+            'last_sequence',
+            'last_timestamp',
+            'producer_epoch',
+            'producer_id',
         )
 
         def __init__(
@@ -96,8 +95,9 @@ class DescribeProducersResponse(KafkaMessage):
             self.current_txn_start_offset = current_txn_start_offset
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class PartitionResponse(KafkaStruct):
-        __slots__ = ("active_producers", "error_code", "error_message", "partition_index")
+        __slots__ = ('active_producers', 'error_code', 'error_message', 'partition_index')
 
         def __init__(
             self,
@@ -113,8 +113,9 @@ class DescribeProducersResponse(KafkaMessage):
             self.active_producers = [] if active_producers is _wire.DEFAULT else active_producers
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopicResponse(KafkaStruct):
-        __slots__ = ("name", "partitions")
+        __slots__ = ('name', 'partitions')
 
         def __init__(
             self,
@@ -125,6 +126,7 @@ class DescribeProducersResponse(KafkaMessage):
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 DescribeProducersRequest.RESPONSE_CLASS = DescribeProducersResponse
@@ -317,11 +319,7 @@ def _r_DescribeProducersResponse_0(buf: Any, pos: int) -> tuple[DescribeProducer
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_error_code,
-                            size,
-                        ) = _F_ihB.unpack_from(buf, pos)
+                        (s5_partition_index, s5_error_code, size,) = _F_ihB.unpack_from(buf, pos)
                         pos += 6
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -575,8 +573,8 @@ _C_Request__TopicRequest = DescribeProducersRequest.TopicRequest
 
 DescribeProducersRequest._FIELDS = (
     FieldInfo(
-        "topics",
-        "TopicRequest",
+        'topics',
+        'TopicRequest',
         _C_Request__TopicRequest,
         True,
         VersionRange(0, 0),
@@ -587,8 +585,8 @@ DescribeProducersRequest._FIELDS = (
     ),
 )
 _C_Request__TopicRequest._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("partition_indexes", "int32", None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition_indexes', 'int32', None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 DescribeProducersRequest._READERS = {0: _r_DescribeProducersRequest_0}
 DescribeProducersRequest._WRITERS = {0: _w_DescribeProducersRequest_0}
@@ -598,10 +596,10 @@ _C_Response__PartitionResponse = DescribeProducersResponse.PartitionResponse
 _C_Response__TopicResponse = DescribeProducersResponse.TopicResponse
 
 DescribeProducersResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "TopicResponse",
+        'topics',
+        'TopicResponse',
         _C_Response__TopicResponse,
         True,
         VersionRange(0, 0),
@@ -612,14 +610,14 @@ DescribeProducersResponse._FIELDS = (
     ),
 )
 _C_Response__ProducerState._FIELDS = (
-    FieldInfo("producer_id", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("producer_epoch", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("last_sequence", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("last_timestamp", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("coordinator_epoch", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('producer_id', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('producer_epoch', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('last_sequence', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('last_timestamp', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('coordinator_epoch', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "current_txn_start_offset",
-        "int64",
+        'current_txn_start_offset',
+        'int64',
         None,
         False,
         VersionRange(0, 0),
@@ -630,11 +628,11 @@ _C_Response__ProducerState._FIELDS = (
     ),
 )
 _C_Response__PartitionResponse._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 0),
@@ -644,8 +642,8 @@ _C_Response__PartitionResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "active_producers",
-        "ProducerState",
+        'active_producers',
+        'ProducerState',
         _C_Response__ProducerState,
         True,
         VersionRange(0, 0),
@@ -656,10 +654,10 @@ _C_Response__PartitionResponse._FIELDS = (
     ),
 )
 _C_Response__TopicResponse._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionResponse",
+        'partitions',
+        'PartitionResponse',
         _C_Response__PartitionResponse,
         True,
         VersionRange(0, 0),

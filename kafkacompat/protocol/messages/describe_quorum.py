@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["DescribeQuorumRequest", "DescribeQuorumResponse"]
+__all__ = ['DescribeQuorumRequest', 'DescribeQuorumResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -37,29 +37,30 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class DescribeQuorumRequest(KafkaRequest["DescribeQuorumResponse"]):
-    __slots__ = ("topics",)
+class DescribeQuorumRequest(KafkaRequest['DescribeQuorumResponse']):
+    __slots__ = ('topics',)
 
     def __init__(self, *, topics: list[DescribeQuorumRequest.TopicData] = _wire.DEFAULT) -> None:
         self.topics = [] if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeQuorumRequest"
+    NAME = 'DescribeQuorumRequest'
     API_KEY = 55
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker", "controller")
+    LISTENERS = ('broker', 'controller')
 
     class PartitionData(KafkaStruct):
-        __slots__ = ("partition_index",)
+        __slots__ = ('partition_index',)
 
         def __init__(self, *, partition_index: int = 0) -> None:
             self.partition_index = partition_index
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopicData(KafkaStruct):
-        __slots__ = ("partitions", "topic_name")
+        __slots__ = ('partitions', 'topic_name')
 
         def __init__(
             self,
@@ -73,7 +74,7 @@ class DescribeQuorumRequest(KafkaRequest["DescribeQuorumResponse"]):
 
 
 class DescribeQuorumResponse(KafkaMessage):
-    __slots__ = ("error_code", "error_message", "nodes", "topics")
+    __slots__ = ('error_code', 'error_message', 'nodes', 'topics')
 
     def __init__(
         self,
@@ -89,19 +90,19 @@ class DescribeQuorumResponse(KafkaMessage):
         self.nodes = _wire.KeyedList() if nodes is _wire.DEFAULT else nodes
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeQuorumResponse"
+    NAME = 'DescribeQuorumResponse'
     API_KEY = 55
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class ReplicaState(KafkaStruct):
         __slots__ = (
-            "last_caught_up_timestamp",
-            "last_fetch_timestamp",
-            "log_end_offset",
-            "replica_directory_id",
-            "replica_id",
+            'last_caught_up_timestamp',
+            'last_fetch_timestamp',
+            'log_end_offset',
+            'replica_directory_id',
+            'replica_id',
         )
 
         def __init__(
@@ -120,16 +121,17 @@ class DescribeQuorumResponse(KafkaMessage):
             self.last_caught_up_timestamp = last_caught_up_timestamp
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class PartitionData(KafkaStruct):
         __slots__ = (
-            "current_voters",
-            "error_code",
-            "error_message",
-            "high_watermark",
-            "leader_epoch",
-            "leader_id",
-            "observers",
-            "partition_index",
+            'current_voters',
+            'error_code',
+            'error_message',
+            'high_watermark',
+            'leader_epoch',
+            'leader_id',
+            'observers',
+            'partition_index',
         )
 
         def __init__(
@@ -154,8 +156,9 @@ class DescribeQuorumResponse(KafkaMessage):
             self.observers = [] if observers is _wire.DEFAULT else observers
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopicData(KafkaStruct):
-        __slots__ = ("partitions", "topic_name")
+        __slots__ = ('partitions', 'topic_name')
 
         def __init__(
             self,
@@ -167,8 +170,9 @@ class DescribeQuorumResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class Listener(KafkaStruct):
-        __slots__ = ("host", "name", "port")
+        __slots__ = ('host', 'name', 'port')
 
         def __init__(self, *, name: str = "", host: str = "", port: int = 0) -> None:
             self.name = name
@@ -176,10 +180,10 @@ class DescribeQuorumResponse(KafkaMessage):
             self.port = port
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
     class Node(KafkaStruct):
-        __slots__ = ("listeners", "node_id")
+        __slots__ = ('listeners', 'node_id')
 
         def __init__(
             self,
@@ -191,7 +195,7 @@ class DescribeQuorumResponse(KafkaMessage):
             self.listeners = _wire.KeyedList() if listeners is _wire.DEFAULT else listeners
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("node_id",)
+        MAP_KEY = ('node_id',)
 
 
 DescribeQuorumRequest.RESPONSE_CLASS = DescribeQuorumResponse
@@ -237,10 +241,7 @@ def _r_DescribeQuorumRequest_0(buf: Any, pos: int) -> tuple[DescribeQuorumReques
                     s3_partitions = []
                     add4 = s3_partitions.append
                     if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            t5,
-                        ) in _F_iB.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition_index, t5,) in _F_iB.iter_unpack(buf[pos:stop5]):
                             if t5:
                                 break
                             o5 = _new(_C_Request__PartitionData)
@@ -254,10 +255,7 @@ def _r_DescribeQuorumRequest_0(buf: Any, pos: int) -> tuple[DescribeQuorumReques
                         s3_partitions = []
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (
-                                s6_partition_index,
-                                t6,
-                            ) = _F_iB.unpack_from(buf, pos)
+                            (s6_partition_index, t6,) = _F_iB.unpack_from(buf, pos)
                             pos += 5
                             u6 = _NO_TAGS
                             if t6:
@@ -462,11 +460,7 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                                 s5_current_voters = []
                                 add6 = s5_current_voters.append
                                 for _ in range(n):
-                                    (
-                                        s8_replica_id,
-                                        s8_log_end_offset,
-                                        t8,
-                                    ) = _F_iqB.unpack_from(buf, pos)
+                                    (s8_replica_id, s8_log_end_offset, t8,) = _F_iqB.unpack_from(buf, pos)
                                     pos += 13
                                     u8 = _NO_TAGS
                                     if t8:
@@ -521,11 +515,7 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                                 s5_observers = []
                                 add9 = s5_observers.append
                                 for _ in range(n):
-                                    (
-                                        s11_replica_id,
-                                        s11_log_end_offset,
-                                        t11,
-                                    ) = _F_iqB.unpack_from(buf, pos)
+                                    (s11_replica_id, s11_log_end_offset, t11,) = _F_iqB.unpack_from(buf, pos)
                                     pos += 13
                                     u11 = _NO_TAGS
                                     if t11:
@@ -919,10 +909,7 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
     u9: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_error_code,
-            size,
-        ) = _F_hB.unpack_from(buf, pos)
+        (s1_error_code, size,) = _F_hB.unpack_from(buf, pos)
         pos += 2
         if 0 < size < 0x80:
             stop = pos + size
@@ -966,11 +953,7 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_error_code,
-                            size,
-                        ) = _F_ihB.unpack_from(buf, pos)
+                        (s5_partition_index, s5_error_code, size,) = _F_ihB.unpack_from(buf, pos)
                         pos += 6
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -983,11 +966,7 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                             pos += 1
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
-                        (
-                            s5_leader_id,
-                            s5_leader_epoch,
-                            s5_high_watermark,
-                        ) = _F_iiq.unpack_from(buf, pos)
+                        (s5_leader_id, s5_leader_epoch, s5_high_watermark,) = _F_iiq.unpack_from(buf, pos)
                         pos += 16
                         n = buf[pos] - 1
                         if n < 0x7F:
@@ -1163,10 +1142,7 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                             pos = stop
                         else:
                             s13_host, pos = _wire.read_compact_text(buf, pos, "host")
-                        (
-                            s13_port,
-                            t13,
-                        ) = _F_HB.unpack_from(buf, pos)
+                        (s13_port, t13,) = _F_HB.unpack_from(buf, pos)
                         pos += 3
                         u13 = _NO_TAGS
                         if t13:
@@ -1582,8 +1558,8 @@ _C_Request__TopicData = DescribeQuorumRequest.TopicData
 
 DescribeQuorumRequest._FIELDS = (
     FieldInfo(
-        "topics",
-        "TopicData",
+        'topics',
+        'TopicData',
         _C_Request__TopicData,
         True,
         VersionRange(0, 2),
@@ -1594,13 +1570,13 @@ DescribeQuorumRequest._FIELDS = (
     ),
 )
 _C_Request__PartitionData._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 _C_Request__TopicData._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionData",
+        'partitions',
+        'PartitionData',
         _C_Request__PartitionData,
         True,
         VersionRange(0, 2),
@@ -1628,10 +1604,10 @@ _C_Response__Listener = DescribeQuorumResponse.Listener
 _C_Response__Node = DescribeQuorumResponse.Node
 
 DescribeQuorumResponse._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(2, 2),
@@ -1641,8 +1617,8 @@ DescribeQuorumResponse._FIELDS = (
         True,
     ),
     FieldInfo(
-        "topics",
-        "TopicData",
+        'topics',
+        'TopicData',
         _C_Response__TopicData,
         True,
         VersionRange(0, 2),
@@ -1651,21 +1627,21 @@ DescribeQuorumResponse._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("nodes", "Node", _C_Response__Node, True, VersionRange(2, 2), _NONE, _NONE, None, False),
+    FieldInfo('nodes', 'Node', _C_Response__Node, True, VersionRange(2, 2), _NONE, _NONE, None, False),
 )
 _C_Response__ReplicaState._FIELDS = (
-    FieldInfo("replica_id", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("replica_directory_id", "uuid", None, False, VersionRange(2, 2), _NONE, _NONE, None, False),
-    FieldInfo("log_end_offset", "int64", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("last_fetch_timestamp", "int64", None, False, VersionRange(1, 2), _NONE, _NONE, None, True),
-    FieldInfo("last_caught_up_timestamp", "int64", None, False, VersionRange(1, 2), _NONE, _NONE, None, True),
+    FieldInfo('replica_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('replica_directory_id', 'uuid', None, False, VersionRange(2, 2), _NONE, _NONE, None, False),
+    FieldInfo('log_end_offset', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('last_fetch_timestamp', 'int64', None, False, VersionRange(1, 2), _NONE, _NONE, None, True),
+    FieldInfo('last_caught_up_timestamp', 'int64', None, False, VersionRange(1, 2), _NONE, _NONE, None, True),
 )
 _C_Response__PartitionData._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(2, 2),
@@ -1674,12 +1650,12 @@ _C_Response__PartitionData._FIELDS = (
         None,
         True,
     ),
-    FieldInfo("leader_id", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("high_watermark", "int64", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('high_watermark', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "current_voters",
-        "ReplicaState",
+        'current_voters',
+        'ReplicaState',
         _C_Response__ReplicaState,
         True,
         VersionRange(0, 2),
@@ -1689,8 +1665,8 @@ _C_Response__PartitionData._FIELDS = (
         False,
     ),
     FieldInfo(
-        "observers",
-        "ReplicaState",
+        'observers',
+        'ReplicaState',
         _C_Response__ReplicaState,
         True,
         VersionRange(0, 2),
@@ -1701,10 +1677,10 @@ _C_Response__PartitionData._FIELDS = (
     ),
 )
 _C_Response__TopicData._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionData",
+        'partitions',
+        'PartitionData',
         _C_Response__PartitionData,
         True,
         VersionRange(0, 2),
@@ -1715,15 +1691,15 @@ _C_Response__TopicData._FIELDS = (
     ),
 )
 _C_Response__Listener._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(2, 2), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(2, 2), _NONE, _NONE, None, False),
-    FieldInfo("port", "uint16", None, False, VersionRange(2, 2), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(2, 2), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(2, 2), _NONE, _NONE, None, False),
+    FieldInfo('port', 'uint16', None, False, VersionRange(2, 2), _NONE, _NONE, None, False),
 )
 _C_Response__Node._FIELDS = (
-    FieldInfo("node_id", "int32", None, False, VersionRange(2, 2), _NONE, _NONE, None, False),
+    FieldInfo('node_id', 'int32', None, False, VersionRange(2, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "listeners",
-        "Listener",
+        'listeners',
+        'Listener',
         _C_Response__Listener,
         True,
         VersionRange(2, 2),

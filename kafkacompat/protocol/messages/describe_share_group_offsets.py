@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["DescribeShareGroupOffsetsRequest", "DescribeShareGroupOffsetsResponse"]
+__all__ = ['DescribeShareGroupOffsetsRequest', 'DescribeShareGroupOffsetsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -31,8 +31,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class DescribeShareGroupOffsetsRequest(KafkaRequest["DescribeShareGroupOffsetsResponse"]):
-    __slots__ = ("groups",)
+class DescribeShareGroupOffsetsRequest(KafkaRequest['DescribeShareGroupOffsetsResponse']):
+    __slots__ = ('groups',)
 
     def __init__(
         self,
@@ -42,23 +42,24 @@ class DescribeShareGroupOffsetsRequest(KafkaRequest["DescribeShareGroupOffsetsRe
         self.groups = [] if groups is _wire.DEFAULT else groups
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeShareGroupOffsetsRequest"
+    NAME = 'DescribeShareGroupOffsetsRequest'
     API_KEY = 90
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
 
     class DescribeShareGroupOffsetsRequestTopic(KafkaStruct):
-        __slots__ = ("partitions", "topic_name")
+        __slots__ = ('partitions', 'topic_name')
 
         def __init__(self, *, topic_name: str = "", partitions: list[int] = _wire.DEFAULT) -> None:
             self.topic_name = topic_name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class DescribeShareGroupOffsetsRequestGroup(KafkaStruct):
-        __slots__ = ("group_id", "topics")
+        __slots__ = ('group_id', 'topics')
 
         def __init__(
             self,
@@ -66,7 +67,7 @@ class DescribeShareGroupOffsetsRequest(KafkaRequest["DescribeShareGroupOffsetsRe
             group_id: str = "",
             topics: (
                 list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic] | None
-            ) = _wire.DEFAULT,
+            )= _wire.DEFAULT,
         ) -> None:
             self.group_id = group_id
             self.topics = [] if topics is _wire.DEFAULT else topics
@@ -74,7 +75,7 @@ class DescribeShareGroupOffsetsRequest(KafkaRequest["DescribeShareGroupOffsetsRe
 
 
 class DescribeShareGroupOffsetsResponse(KafkaMessage):
-    __slots__ = ("groups", "throttle_time_ms")
+    __slots__ = ('groups', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -82,20 +83,20 @@ class DescribeShareGroupOffsetsResponse(KafkaMessage):
         throttle_time_ms: int = 0,
         groups: (
             list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup]
-        ) = _wire.DEFAULT,
+        )= _wire.DEFAULT,
     ) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.groups = [] if groups is _wire.DEFAULT else groups
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeShareGroupOffsetsResponse"
+    NAME = 'DescribeShareGroupOffsetsResponse'
     API_KEY = 90
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class DescribeShareGroupOffsetsResponsePartition(KafkaStruct):
-        __slots__ = ("error_code", "error_message", "lag", "leader_epoch", "partition_index", "start_offset")
+        __slots__ = ('error_code', 'error_message', 'lag', 'leader_epoch', 'partition_index', 'start_offset')
 
         def __init__(
             self,
@@ -115,8 +116,9 @@ class DescribeShareGroupOffsetsResponse(KafkaMessage):
             self.error_message = error_message
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class DescribeShareGroupOffsetsResponseTopic(KafkaStruct):
-        __slots__ = ("partitions", "topic_id", "topic_name")
+        __slots__ = ('partitions', 'topic_id', 'topic_name')
 
         def __init__(
             self,
@@ -125,15 +127,16 @@ class DescribeShareGroupOffsetsResponse(KafkaMessage):
             topic_id: uuid.UUID = _wire.ZERO_UUID,
             partitions: (
                 list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition]
-            ) = _wire.DEFAULT,
+            )= _wire.DEFAULT,
         ) -> None:
             self.topic_name = topic_name
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class DescribeShareGroupOffsetsResponseGroup(KafkaStruct):
-        __slots__ = ("error_code", "error_message", "group_id", "topics")
+        __slots__ = ('error_code', 'error_message', 'group_id', 'topics')
 
         def __init__(
             self,
@@ -141,7 +144,7 @@ class DescribeShareGroupOffsetsResponse(KafkaMessage):
             group_id: str = "",
             topics: (
                 list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic]
-            ) = _wire.DEFAULT,
+            )= _wire.DEFAULT,
             error_code: int = 0,
             error_message: str | None = None,
         ) -> None:
@@ -150,6 +153,7 @@ class DescribeShareGroupOffsetsResponse(KafkaMessage):
             self.error_code = error_code
             self.error_message = error_message
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 DescribeShareGroupOffsetsRequest.RESPONSE_CLASS = DescribeShareGroupOffsetsResponse
@@ -355,7 +359,7 @@ def _w_DescribeShareGroupOffsetsRequest__DescribeShareGroupOffsetsRequestGroup_0
             _wire.write_compact_string(out, x)
         x = o.topics
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -507,10 +511,7 @@ def _r_DescribeShareGroupOffsetsResponse_0(
                         o5.partitions = s5_partitions
                         o5._unknown_tags = u5
                         add4(o5)
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -723,10 +724,7 @@ def _r_DescribeShareGroupOffsetsResponse_1(
                         o5.partitions = s5_partitions
                         o5._unknown_tags = u5
                         add4(o5)
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -1011,8 +1009,8 @@ _C_Request__DescribeShareGroupOffsetsRequestGroup = (
 
 DescribeShareGroupOffsetsRequest._FIELDS = (
     FieldInfo(
-        "groups",
-        "DescribeShareGroupOffsetsRequestGroup",
+        'groups',
+        'DescribeShareGroupOffsetsRequestGroup',
         _C_Request__DescribeShareGroupOffsetsRequestGroup,
         True,
         VersionRange(0, 1),
@@ -1023,14 +1021,14 @@ DescribeShareGroupOffsetsRequest._FIELDS = (
     ),
 )
 _C_Request__DescribeShareGroupOffsetsRequestTopic._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("partitions", "int32", None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('partitions', 'int32', None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 _C_Request__DescribeShareGroupOffsetsRequestGroup._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "DescribeShareGroupOffsetsRequestTopic",
+        'topics',
+        'DescribeShareGroupOffsetsRequestTopic',
         _C_Request__DescribeShareGroupOffsetsRequestTopic,
         True,
         VersionRange(0, 1),
@@ -1060,10 +1058,10 @@ _C_Response__DescribeShareGroupOffsetsResponseGroup = (
 )
 
 DescribeShareGroupOffsetsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "groups",
-        "DescribeShareGroupOffsetsResponseGroup",
+        'groups',
+        'DescribeShareGroupOffsetsResponseGroup',
         _C_Response__DescribeShareGroupOffsetsResponseGroup,
         True,
         VersionRange(0, 1),
@@ -1074,14 +1072,14 @@ DescribeShareGroupOffsetsResponse._FIELDS = (
     ),
 )
 _C_Response__DescribeShareGroupOffsetsResponsePartition._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("start_offset", "int64", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("lag", "int64", None, False, VersionRange(1, 1), _NONE, _NONE, None, True),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('start_offset', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('lag', 'int64', None, False, VersionRange(1, 1), _NONE, _NONE, None, True),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -1092,11 +1090,11 @@ _C_Response__DescribeShareGroupOffsetsResponsePartition._FIELDS = (
     ),
 )
 _C_Response__DescribeShareGroupOffsetsResponseTopic._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "DescribeShareGroupOffsetsResponsePartition",
+        'partitions',
+        'DescribeShareGroupOffsetsResponsePartition',
         _C_Response__DescribeShareGroupOffsetsResponsePartition,
         True,
         VersionRange(0, 1),
@@ -1107,10 +1105,10 @@ _C_Response__DescribeShareGroupOffsetsResponseTopic._FIELDS = (
     ),
 )
 _C_Response__DescribeShareGroupOffsetsResponseGroup._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "DescribeShareGroupOffsetsResponseTopic",
+        'topics',
+        'DescribeShareGroupOffsetsResponseTopic',
         _C_Response__DescribeShareGroupOffsetsResponseTopic,
         True,
         VersionRange(0, 1),
@@ -1119,10 +1117,10 @@ _C_Response__DescribeShareGroupOffsetsResponseGroup._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 1),

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["DescribeTopicPartitionsRequest", "DescribeTopicPartitionsResponse"]
+__all__ = ['DescribeTopicPartitionsRequest', 'DescribeTopicPartitionsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -31,8 +31,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class DescribeTopicPartitionsRequest(KafkaRequest["DescribeTopicPartitionsResponse"]):
-    __slots__ = ("cursor", "response_partition_limit", "topics")
+class DescribeTopicPartitionsRequest(KafkaRequest['DescribeTopicPartitionsResponse']):
+    __slots__ = ('cursor', 'response_partition_limit', 'topics')
 
     def __init__(
         self,
@@ -46,22 +46,23 @@ class DescribeTopicPartitionsRequest(KafkaRequest["DescribeTopicPartitionsRespon
         self.cursor = cursor
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeTopicPartitionsRequest"
+    NAME = 'DescribeTopicPartitionsRequest'
     API_KEY = 75
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
 
     class TopicRequest(KafkaStruct):
-        __slots__ = ("name",)
+        __slots__ = ('name',)
 
         def __init__(self, *, name: str = "") -> None:
             self.name = name
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class Cursor(KafkaStruct):
-        __slots__ = ("partition_index", "topic_name")
+        __slots__ = ('partition_index', 'topic_name')
 
         def __init__(self, *, topic_name: str = "", partition_index: int = 0) -> None:
             self.topic_name = topic_name
@@ -70,7 +71,7 @@ class DescribeTopicPartitionsRequest(KafkaRequest["DescribeTopicPartitionsRespon
 
 
 class DescribeTopicPartitionsResponse(KafkaMessage):
-    __slots__ = ("next_cursor", "throttle_time_ms", "topics")
+    __slots__ = ('next_cursor', 'throttle_time_ms', 'topics')
 
     def __init__(
         self,
@@ -84,23 +85,23 @@ class DescribeTopicPartitionsResponse(KafkaMessage):
         self.next_cursor = next_cursor
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeTopicPartitionsResponse"
+    NAME = 'DescribeTopicPartitionsResponse'
     API_KEY = 75
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class DescribeTopicPartitionsResponsePartition(KafkaStruct):
         __slots__ = (
-            "eligible_leader_replicas",
-            "error_code",
-            "isr_nodes",
-            "last_known_elr",
-            "leader_epoch",
-            "leader_id",
-            "offline_replicas",
-            "partition_index",
-            "replica_nodes",
+            'eligible_leader_replicas',
+            'error_code',
+            'isr_nodes',
+            'last_known_elr',
+            'leader_epoch',
+            'leader_id',
+            'offline_replicas',
+            'partition_index',
+            'replica_nodes',
         )
 
         def __init__(
@@ -127,14 +128,15 @@ class DescribeTopicPartitionsResponse(KafkaMessage):
             self.offline_replicas = [] if offline_replicas is _wire.DEFAULT else offline_replicas
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class DescribeTopicPartitionsResponseTopic(KafkaStruct):
         __slots__ = (
-            "error_code",
-            "is_internal",
-            "name",
-            "partitions",
-            "topic_authorized_operations",
-            "topic_id",
+            'error_code',
+            'is_internal',
+            'name',
+            'partitions',
+            'topic_authorized_operations',
+            'topic_id',
         )
 
         def __init__(
@@ -146,7 +148,7 @@ class DescribeTopicPartitionsResponse(KafkaMessage):
             is_internal: bool = False,
             partitions: (
                 list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition]
-            ) = _wire.DEFAULT,
+            )= _wire.DEFAULT,
             topic_authorized_operations: int = -2147483648,
         ) -> None:
             self.error_code = error_code
@@ -157,15 +159,16 @@ class DescribeTopicPartitionsResponse(KafkaMessage):
             self.topic_authorized_operations = topic_authorized_operations
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
     class Cursor(KafkaStruct):
-        __slots__ = ("partition_index", "topic_name")
+        __slots__ = ('partition_index', 'topic_name')
 
         def __init__(self, *, topic_name: str = "", partition_index: int = 0) -> None:
             self.topic_name = topic_name
             self.partition_index = partition_index
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 DescribeTopicPartitionsRequest.RESPONSE_CLASS = DescribeTopicPartitionsResponse
@@ -231,10 +234,7 @@ def _r_DescribeTopicPartitionsRequest_0(buf: Any, pos: int) -> tuple[DescribeTop
                 pos = stop
             else:
                 s4_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
-            (
-                s4_partition_index,
-                t4,
-            ) = _F_iB.unpack_from(buf, pos)
+            (s4_partition_index, t4,) = _F_iB.unpack_from(buf, pos)
             pos += 5
             u4 = _NO_TAGS
             if t4:
@@ -291,9 +291,9 @@ def _w_DescribeTopicPartitionsRequest_0(out: bytearray, o: DescribeTopicPartitio
         out += _F_i.pack(o.response_partition_limit)
         x = o.cursor
         if x is None:
-            out += b"\xff"
+            out += b'\xff'
         else:
-            out += b"\x01"
+            out += b'\x01'
             _w_DescribeTopicPartitionsRequest__Cursor_0(out, x)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
@@ -379,10 +379,7 @@ def _r_DescribeTopicPartitionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTo
             s1_topics = _wire.KeyedList()
             add2 = s1_topics.append
             for _ in range(n):
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -562,10 +559,7 @@ def _r_DescribeTopicPartitionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTo
                         o5.offline_replicas = s5_offline_replicas
                         o5._unknown_tags = u5
                         add4(o5)
-                (
-                    s3_topic_authorized_operations,
-                    t3,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_topic_authorized_operations, t3,) = _F_iB.unpack_from(buf, pos)
                 pos += 5
                 u3 = _NO_TAGS
                 if t3:
@@ -601,10 +595,7 @@ def _r_DescribeTopicPartitionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTo
                 pos = stop
             else:
                 s6_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
-            (
-                s6_partition_index,
-                t6,
-            ) = _F_iB.unpack_from(buf, pos)
+            (s6_partition_index, t6,) = _F_iB.unpack_from(buf, pos)
             pos += 5
             u6 = _NO_TAGS
             if t6:
@@ -661,9 +652,9 @@ def _w_DescribeTopicPartitionsResponse_0(out: bytearray, o: DescribeTopicPartiti
                 _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponseTopic_0(out, item)
         x = o.next_cursor
         if x is None:
-            out += b"\xff"
+            out += b'\xff'
         else:
-            out += b"\x01"
+            out += b'\x01'
             _w_DescribeTopicPartitionsResponse__Cursor_0(out, x)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
@@ -706,7 +697,7 @@ def _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition
                 _wire.write_int_array(out, x, "i")
         x = o.eligible_leader_replicas
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             n = len(x)
             if not n:
@@ -718,7 +709,7 @@ def _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition
                 _wire.write_int_array(out, x, "i")
         x = o.last_known_elr
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             n = len(x)
             if not n:
@@ -814,8 +805,8 @@ _C_Request__Cursor = DescribeTopicPartitionsRequest.Cursor
 
 DescribeTopicPartitionsRequest._FIELDS = (
     FieldInfo(
-        "topics",
-        "TopicRequest",
+        'topics',
+        'TopicRequest',
         _C_Request__TopicRequest,
         True,
         VersionRange(0, 0),
@@ -825,8 +816,8 @@ DescribeTopicPartitionsRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "response_partition_limit",
-        "int32",
+        'response_partition_limit',
+        'int32',
         None,
         False,
         VersionRange(0, 0),
@@ -836,8 +827,8 @@ DescribeTopicPartitionsRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "cursor",
-        "Cursor",
+        'cursor',
+        'Cursor',
         _C_Request__Cursor,
         False,
         VersionRange(0, 0),
@@ -848,11 +839,11 @@ DescribeTopicPartitionsRequest._FIELDS = (
     ),
 )
 _C_Request__TopicRequest._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_Request__Cursor._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 DescribeTopicPartitionsRequest._READERS = {0: _r_DescribeTopicPartitionsRequest_0}
 DescribeTopicPartitionsRequest._WRITERS = {0: _w_DescribeTopicPartitionsRequest_0}
@@ -866,10 +857,10 @@ _C_Response__DescribeTopicPartitionsResponseTopic = (
 _C_Response__Cursor = DescribeTopicPartitionsResponse.Cursor
 
 DescribeTopicPartitionsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, True),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, True),
     FieldInfo(
-        "topics",
-        "DescribeTopicPartitionsResponseTopic",
+        'topics',
+        'DescribeTopicPartitionsResponseTopic',
         _C_Response__DescribeTopicPartitionsResponseTopic,
         True,
         VersionRange(0, 0),
@@ -879,8 +870,8 @@ DescribeTopicPartitionsResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "next_cursor",
-        "Cursor",
+        'next_cursor',
+        'Cursor',
         _C_Response__Cursor,
         False,
         VersionRange(0, 0),
@@ -891,15 +882,15 @@ DescribeTopicPartitionsResponse._FIELDS = (
     ),
 )
 _C_Response__DescribeTopicPartitionsResponsePartition._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("leader_id", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, True),
-    FieldInfo("replica_nodes", "int32", None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("isr_nodes", "int32", None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, True),
+    FieldInfo('replica_nodes', 'int32', None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('isr_nodes', 'int32', None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "eligible_leader_replicas",
-        "int32",
+        'eligible_leader_replicas',
+        'int32',
         None,
         True,
         VersionRange(0, 0),
@@ -909,8 +900,8 @@ _C_Response__DescribeTopicPartitionsResponsePartition._FIELDS = (
         False,
     ),
     FieldInfo(
-        "last_known_elr",
-        "int32",
+        'last_known_elr',
+        'int32',
         None,
         True,
         VersionRange(0, 0),
@@ -919,16 +910,16 @@ _C_Response__DescribeTopicPartitionsResponsePartition._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("offline_replicas", "int32", None, True, VersionRange(0, 0), _NONE, _NONE, None, True),
+    FieldInfo('offline_replicas', 'int32', None, True, VersionRange(0, 0), _NONE, _NONE, None, True),
 )
 _C_Response__DescribeTopicPartitionsResponseTopic._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), VersionRange(0, 32767), _NONE, None, False),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, True),
-    FieldInfo("is_internal", "bool", None, False, VersionRange(0, 0), _NONE, _NONE, None, True),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), VersionRange(0, 32767), _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, True),
+    FieldInfo('is_internal', 'bool', None, False, VersionRange(0, 0), _NONE, _NONE, None, True),
     FieldInfo(
-        "partitions",
-        "DescribeTopicPartitionsResponsePartition",
+        'partitions',
+        'DescribeTopicPartitionsResponsePartition',
         _C_Response__DescribeTopicPartitionsResponsePartition,
         True,
         VersionRange(0, 0),
@@ -938,8 +929,8 @@ _C_Response__DescribeTopicPartitionsResponseTopic._FIELDS = (
         False,
     ),
     FieldInfo(
-        "topic_authorized_operations",
-        "int32",
+        'topic_authorized_operations',
+        'int32',
         None,
         False,
         VersionRange(0, 0),
@@ -950,8 +941,8 @@ _C_Response__DescribeTopicPartitionsResponseTopic._FIELDS = (
     ),
 )
 _C_Response__Cursor._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 DescribeTopicPartitionsResponse._READERS = {0: _r_DescribeTopicPartitionsResponse_0}
 DescribeTopicPartitionsResponse._WRITERS = {0: _w_DescribeTopicPartitionsResponse_0}

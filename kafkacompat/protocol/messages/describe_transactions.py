@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["DescribeTransactionsRequest", "DescribeTransactionsResponse"]
+__all__ = ['DescribeTransactionsRequest', 'DescribeTransactionsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -23,23 +23,22 @@ _K_i = _wire.COUNTED_ARRAYS["i"]
 _PC_i = _wire.COMPACT_PREFIXED["i"]
 
 
-class DescribeTransactionsRequest(KafkaRequest["DescribeTransactionsResponse"]):
-    __slots__ = ("transactional_ids",)
+class DescribeTransactionsRequest(KafkaRequest['DescribeTransactionsResponse']):
+    __slots__ = ('transactional_ids',)
 
     def __init__(self, *, transactional_ids: list[str] = _wire.DEFAULT) -> None:
         self.transactional_ids = [] if transactional_ids is _wire.DEFAULT else transactional_ids
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeTransactionsRequest"
+    NAME = 'DescribeTransactionsRequest'
     API_KEY = 65
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
-
+    LISTENERS = ('broker',)
 
 class DescribeTransactionsResponse(KafkaMessage):
-    __slots__ = ("throttle_time_ms", "transaction_states")
+    __slots__ = ('throttle_time_ms', 'transaction_states')
 
     def __init__(
         self,
@@ -51,32 +50,32 @@ class DescribeTransactionsResponse(KafkaMessage):
         self.transaction_states = [] if transaction_states is _wire.DEFAULT else transaction_states
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeTransactionsResponse"
+    NAME = 'DescribeTransactionsResponse'
     API_KEY = 65
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class TopicData(KafkaStruct):
-        __slots__ = ("partitions", "topic")
+        __slots__ = ('partitions', 'topic')
 
         def __init__(self, *, topic: str = "", partitions: list[int] = _wire.DEFAULT) -> None:
             self.topic = topic
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("topic",)
+        MAP_KEY = ('topic',)
 
     class TransactionState(KafkaStruct):
         __slots__ = (
-            "error_code",
-            "producer_epoch",
-            "producer_id",
-            "topics",
-            "transaction_start_time_ms",
-            "transaction_state",
-            "transaction_timeout_ms",
-            "transactional_id",
+            'error_code',
+            'producer_epoch',
+            'producer_id',
+            'topics',
+            'transaction_start_time_ms',
+            'transaction_state',
+            'transaction_timeout_ms',
+            'transactional_id',
         )
 
         def __init__(
@@ -100,6 +99,7 @@ class DescribeTransactionsResponse(KafkaMessage):
             self.producer_epoch = producer_epoch
             self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 DescribeTransactionsRequest.RESPONSE_CLASS = DescribeTransactionsResponse
@@ -203,10 +203,7 @@ def _r_DescribeTransactionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTrans
             s1_transaction_states = []
             add2 = s1_transaction_states.append
             for _ in range(n):
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -443,8 +440,9 @@ def _w_DescribeTransactionsResponse__TransactionState_0(
         raise EncodeError(f"cannot write TransactionState: {exc}") from None
 
 
+
 DescribeTransactionsRequest._FIELDS = (
-    FieldInfo("transactional_ids", "string", None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('transactional_ids', 'string', None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 DescribeTransactionsRequest._READERS = {0: _r_DescribeTransactionsRequest_0}
 DescribeTransactionsRequest._WRITERS = {0: _w_DescribeTransactionsRequest_0}
@@ -453,10 +451,10 @@ _C_Response__TopicData = DescribeTransactionsResponse.TopicData
 _C_Response__TransactionState = DescribeTransactionsResponse.TransactionState
 
 DescribeTransactionsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "transaction_states",
-        "TransactionState",
+        'transaction_states',
+        'TransactionState',
         _C_Response__TransactionState,
         True,
         VersionRange(0, 0),
@@ -467,17 +465,17 @@ DescribeTransactionsResponse._FIELDS = (
     ),
 )
 _C_Response__TopicData._FIELDS = (
-    FieldInfo("topic", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("partitions", "int32", None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topic', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partitions', 'int32', None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_Response__TransactionState._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("transactional_id", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("transaction_state", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("transaction_timeout_ms", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('transactional_id', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('transaction_state', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('transaction_timeout_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "transaction_start_time_ms",
-        "int64",
+        'transaction_start_time_ms',
+        'int64',
         None,
         False,
         VersionRange(0, 0),
@@ -486,11 +484,11 @@ _C_Response__TransactionState._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("producer_id", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("producer_epoch", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('producer_id', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('producer_epoch', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "TopicData",
+        'topics',
+        'TopicData',
         _C_Response__TopicData,
         True,
         VersionRange(0, 0),

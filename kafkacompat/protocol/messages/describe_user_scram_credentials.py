@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["DescribeUserScramCredentialsRequest", "DescribeUserScramCredentialsResponse"]
+__all__ = ['DescribeUserScramCredentialsRequest', 'DescribeUserScramCredentialsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -22,8 +22,8 @@ _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class DescribeUserScramCredentialsRequest(KafkaRequest["DescribeUserScramCredentialsResponse"]):
-    __slots__ = ("users",)
+class DescribeUserScramCredentialsRequest(KafkaRequest['DescribeUserScramCredentialsResponse']):
+    __slots__ = ('users',)
 
     def __init__(
         self,
@@ -33,15 +33,15 @@ class DescribeUserScramCredentialsRequest(KafkaRequest["DescribeUserScramCredent
         self.users = [] if users is _wire.DEFAULT else users
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeUserScramCredentialsRequest"
+    NAME = 'DescribeUserScramCredentialsRequest'
     API_KEY = 50
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker", "controller")
+    LISTENERS = ('broker', 'controller')
 
     class UserName(KafkaStruct):
-        __slots__ = ("name",)
+        __slots__ = ('name',)
 
         def __init__(self, *, name: str = "") -> None:
             self.name = name
@@ -49,7 +49,7 @@ class DescribeUserScramCredentialsRequest(KafkaRequest["DescribeUserScramCredent
 
 
 class DescribeUserScramCredentialsResponse(KafkaMessage):
-    __slots__ = ("error_code", "error_message", "results", "throttle_time_ms")
+    __slots__ = ('error_code', 'error_message', 'results', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -59,7 +59,7 @@ class DescribeUserScramCredentialsResponse(KafkaMessage):
         error_message: str | None = "",
         results: (
             list[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult]
-        ) = _wire.DEFAULT,
+        )= _wire.DEFAULT,
     ) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
@@ -67,22 +67,23 @@ class DescribeUserScramCredentialsResponse(KafkaMessage):
         self.results = [] if results is _wire.DEFAULT else results
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "DescribeUserScramCredentialsResponse"
+    NAME = 'DescribeUserScramCredentialsResponse'
     API_KEY = 50
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class CredentialInfo(KafkaStruct):
-        __slots__ = ("iterations", "mechanism")
+        __slots__ = ('iterations', 'mechanism')
 
         def __init__(self, *, mechanism: int = 0, iterations: int = 0) -> None:
             self.mechanism = mechanism
             self.iterations = iterations
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class DescribeUserScramCredentialsResult(KafkaStruct):
-        __slots__ = ("credential_infos", "error_code", "error_message", "user")
+        __slots__ = ('credential_infos', 'error_code', 'error_message', 'user')
 
         def __init__(
             self,
@@ -97,6 +98,7 @@ class DescribeUserScramCredentialsResponse(KafkaMessage):
             self.error_message = error_message
             self.credential_infos = [] if credential_infos is _wire.DEFAULT else credential_infos
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 DescribeUserScramCredentialsRequest.RESPONSE_CLASS = DescribeUserScramCredentialsResponse
@@ -173,7 +175,7 @@ def _w_DescribeUserScramCredentialsRequest_0(out: bytearray, o: DescribeUserScra
     try:
         x = o.users
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -225,11 +227,7 @@ def _r_DescribeUserScramCredentialsResponse_0(
     u6: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -262,10 +260,7 @@ def _r_DescribeUserScramCredentialsResponse_0(
                     pos = stop
                 else:
                     s3_user, pos = _wire.read_compact_text(buf, pos, "user")
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -290,11 +285,7 @@ def _r_DescribeUserScramCredentialsResponse_0(
                     s3_credential_infos = []
                     add4 = s3_credential_infos.append
                     if stop5 <= buflen:
-                        for (
-                            s5_mechanism,
-                            s5_iterations,
-                            t5,
-                        ) in _F_biB.iter_unpack(buf[pos:stop5]):
+                        for (s5_mechanism, s5_iterations, t5,) in _F_biB.iter_unpack(buf[pos:stop5]):
                             if t5:
                                 break
                             o5 = _new(_C_Response__CredentialInfo)
@@ -309,11 +300,7 @@ def _r_DescribeUserScramCredentialsResponse_0(
                         s3_credential_infos = []
                         add4 = s3_credential_infos.append
                         for _ in range(n):
-                            (
-                                s6_mechanism,
-                                s6_iterations,
-                                t6,
-                            ) = _F_biB.unpack_from(buf, pos)
+                            (s6_mechanism, s6_iterations, t6,) = _F_biB.unpack_from(buf, pos)
                             pos += 6
                             u6 = _NO_TAGS
                             if t6:
@@ -466,8 +453,8 @@ _C_Request__UserName = DescribeUserScramCredentialsRequest.UserName
 
 DescribeUserScramCredentialsRequest._FIELDS = (
     FieldInfo(
-        "users",
-        "UserName",
+        'users',
+        'UserName',
         _C_Request__UserName,
         True,
         VersionRange(0, 0),
@@ -478,7 +465,7 @@ DescribeUserScramCredentialsRequest._FIELDS = (
     ),
 )
 _C_Request__UserName._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 DescribeUserScramCredentialsRequest._READERS = {0: _r_DescribeUserScramCredentialsRequest_0}
 DescribeUserScramCredentialsRequest._WRITERS = {0: _w_DescribeUserScramCredentialsRequest_0}
@@ -489,11 +476,11 @@ _C_Response__DescribeUserScramCredentialsResult = (
 )
 
 DescribeUserScramCredentialsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 0),
@@ -503,8 +490,8 @@ DescribeUserScramCredentialsResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "results",
-        "DescribeUserScramCredentialsResult",
+        'results',
+        'DescribeUserScramCredentialsResult',
         _C_Response__DescribeUserScramCredentialsResult,
         True,
         VersionRange(0, 0),
@@ -515,15 +502,15 @@ DescribeUserScramCredentialsResponse._FIELDS = (
     ),
 )
 _C_Response__CredentialInfo._FIELDS = (
-    FieldInfo("mechanism", "int8", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("iterations", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('mechanism', 'int8', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('iterations', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_Response__DescribeUserScramCredentialsResult._FIELDS = (
-    FieldInfo("user", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('user', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 0),
@@ -533,8 +520,8 @@ _C_Response__DescribeUserScramCredentialsResult._FIELDS = (
         False,
     ),
     FieldInfo(
-        "credential_infos",
-        "CredentialInfo",
+        'credential_infos',
+        'CredentialInfo',
         _C_Response__CredentialInfo,
         True,
         VersionRange(0, 0),

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ElectLeadersRequest", "ElectLeadersResponse"]
+__all__ = ['ElectLeadersRequest', 'ElectLeadersResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -25,8 +25,8 @@ _PC_i = _wire.COMPACT_PREFIXED["i"]
 _PI_i = _wire.CLASSIC_PREFIXED["i"]
 
 
-class ElectLeadersRequest(KafkaRequest["ElectLeadersResponse"]):
-    __slots__ = ("election_type", "timeout_ms", "topic_partitions")
+class ElectLeadersRequest(KafkaRequest['ElectLeadersResponse']):
+    __slots__ = ('election_type', 'timeout_ms', 'topic_partitions')
 
     def __init__(
         self,
@@ -40,26 +40,25 @@ class ElectLeadersRequest(KafkaRequest["ElectLeadersResponse"]):
         self.timeout_ms = timeout_ms
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ElectLeadersRequest"
+    NAME = 'ElectLeadersRequest'
     API_KEY = 43
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
-    LISTENERS = ("broker", "controller")
+    LISTENERS = ('broker', 'controller')
 
     class TopicPartitions(KafkaStruct):
-        __slots__ = ("partitions", "topic")
+        __slots__ = ('partitions', 'topic')
 
         def __init__(self, *, topic: str = "", partitions: list[int] = _wire.DEFAULT) -> None:
             self.topic = topic
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("topic",)
-
+        MAP_KEY = ('topic',)
 
 class ElectLeadersResponse(KafkaMessage):
-    __slots__ = ("error_code", "replica_election_results", "throttle_time_ms")
+    __slots__ = ('error_code', 'replica_election_results', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -71,18 +70,20 @@ class ElectLeadersResponse(KafkaMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.replica_election_results = (
-            [] if replica_election_results is _wire.DEFAULT else replica_election_results
+            []
+            if replica_election_results is _wire.DEFAULT
+            else replica_election_results
         )
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ElectLeadersResponse"
+    NAME = 'ElectLeadersResponse'
     API_KEY = 43
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
 
     class PartitionResult(KafkaStruct):
-        __slots__ = ("error_code", "error_message", "partition_id")
+        __slots__ = ('error_code', 'error_message', 'partition_id')
 
         def __init__(
             self,
@@ -96,8 +97,9 @@ class ElectLeadersResponse(KafkaMessage):
             self.error_message = error_message
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class ReplicaElectionResult(KafkaStruct):
-        __slots__ = ("partition_result", "topic")
+        __slots__ = ('partition_result', 'topic')
 
         def __init__(
             self,
@@ -108,6 +110,7 @@ class ElectLeadersResponse(KafkaMessage):
             self.topic = topic
             self.partition_result = [] if partition_result is _wire.DEFAULT else partition_result
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 ElectLeadersRequest.RESPONSE_CLASS = ElectLeadersResponse
@@ -173,7 +176,7 @@ def _w_ElectLeadersRequest_0(out: bytearray, o: ElectLeadersRequest) -> None:
             )
         x = o.topic_partitions
         if x is None:
-            out += b"\xff\xff\xff\xff"
+            out += b'\xff\xff\xff\xff'
         else:
             out += _wire.INT32.pack(len(x))
             for item in x:
@@ -242,7 +245,7 @@ def _w_ElectLeadersRequest_1(out: bytearray, o: ElectLeadersRequest) -> None:
         out += _F_b.pack(o.election_type)
         x = o.topic_partitions
         if x is None:
-            out += b"\xff\xff\xff\xff"
+            out += b'\xff\xff\xff\xff'
         else:
             out += _wire.INT32.pack(len(x))
             for item in x:
@@ -320,10 +323,7 @@ def _r_ElectLeadersRequest_2(buf: Any, pos: int) -> tuple[ElectLeadersRequest, i
                 o3.partitions = s3_partitions
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_timeout_ms,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_timeout_ms, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -353,7 +353,7 @@ def _w_ElectLeadersRequest_2(out: bytearray, o: ElectLeadersRequest) -> None:
         out += _F_b.pack(o.election_type)
         x = o.topic_partitions
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -383,7 +383,7 @@ def _w_ElectLeadersRequest__TopicPartitions_0(out: bytearray, o: ElectLeadersReq
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -458,10 +458,7 @@ def _r_ElectLeadersResponse_0(buf: Any, pos: int) -> tuple[ElectLeadersResponse,
                     s3_partition_result = []
                     add4 = s3_partition_result.append
                     for _ in range(n):
-                        (
-                            s5_partition_id,
-                            s5_error_code,
-                        ) = _F_ih.unpack_from(buf, pos)
+                        (s5_partition_id, s5_error_code,) = _F_ih.unpack_from(buf, pos)
                         pos += 6
                         size = buf[pos] << 8 | buf[pos + 1]
                         if size < 0x8000:
@@ -517,10 +514,7 @@ def _r_ElectLeadersResponse_1(buf: Any, pos: int) -> tuple[ElectLeadersResponse,
     s5_error_message: str | None
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -547,10 +541,7 @@ def _r_ElectLeadersResponse_1(buf: Any, pos: int) -> tuple[ElectLeadersResponse,
                     s3_partition_result = []
                     add4 = s3_partition_result.append
                     for _ in range(n):
-                        (
-                            s5_partition_id,
-                            s5_error_code,
-                        ) = _F_ih.unpack_from(buf, pos)
+                        (s5_partition_id, s5_error_code,) = _F_ih.unpack_from(buf, pos)
                         pos += 6
                         size = buf[pos] << 8 | buf[pos + 1]
                         if size < 0x8000:
@@ -607,10 +598,7 @@ def _r_ElectLeadersResponse_2(buf: Any, pos: int) -> tuple[ElectLeadersResponse,
     u5: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -643,11 +631,7 @@ def _r_ElectLeadersResponse_2(buf: Any, pos: int) -> tuple[ElectLeadersResponse,
                     s3_partition_result = []
                     add4 = s3_partition_result.append
                     for _ in range(n):
-                        (
-                            s5_partition_id,
-                            s5_error_code,
-                            size,
-                        ) = _F_ihB.unpack_from(buf, pos)
+                        (s5_partition_id, s5_error_code, size,) = _F_ihB.unpack_from(buf, pos)
                         pos += 6
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -834,10 +818,10 @@ def _w_ElectLeadersResponse__ReplicaElectionResult_1(
 _C_Request__TopicPartitions = ElectLeadersRequest.TopicPartitions
 
 ElectLeadersRequest._FIELDS = (
-    FieldInfo("election_type", "int8", None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
+    FieldInfo('election_type', 'int8', None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "topic_partitions",
-        "TopicPartitions",
+        'topic_partitions',
+        'TopicPartitions',
         _C_Request__TopicPartitions,
         True,
         VersionRange(0, 2),
@@ -846,11 +830,11 @@ ElectLeadersRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("timeout_ms", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('timeout_ms', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 _C_Request__TopicPartitions._FIELDS = (
-    FieldInfo("topic", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("partitions", "int32", None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('topic', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('partitions', 'int32', None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 ElectLeadersRequest._READERS = {
     0: _r_ElectLeadersRequest_0,
@@ -867,11 +851,11 @@ _C_Response__PartitionResult = ElectLeadersResponse.PartitionResult
 _C_Response__ReplicaElectionResult = ElectLeadersResponse.ReplicaElectionResult
 
 ElectLeadersResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "replica_election_results",
-        "ReplicaElectionResult",
+        'replica_election_results',
+        'ReplicaElectionResult',
         _C_Response__ReplicaElectionResult,
         True,
         VersionRange(0, 2),
@@ -882,11 +866,11 @@ ElectLeadersResponse._FIELDS = (
     ),
 )
 _C_Response__PartitionResult._FIELDS = (
-    FieldInfo("partition_id", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('partition_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 2),
@@ -897,10 +881,10 @@ _C_Response__PartitionResult._FIELDS = (
     ),
 )
 _C_Response__ReplicaElectionResult._FIELDS = (
-    FieldInfo("topic", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('topic', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "partition_result",
-        "PartitionResult",
+        'partition_result',
+        'PartitionResult',
         _C_Response__PartitionResult,
         True,
         VersionRange(0, 2),

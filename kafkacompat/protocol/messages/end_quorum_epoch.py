@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["EndQuorumEpochRequest", "EndQuorumEpochResponse"]
+__all__ = ['EndQuorumEpochRequest', 'EndQuorumEpochResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -31,8 +31,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class EndQuorumEpochRequest(KafkaRequest["EndQuorumEpochResponse"]):
-    __slots__ = ("cluster_id", "leader_endpoints", "topics")
+class EndQuorumEpochRequest(KafkaRequest['EndQuorumEpochResponse']):
+    __slots__ = ('cluster_id', 'leader_endpoints', 'topics')
 
     def __init__(
         self,
@@ -46,15 +46,15 @@ class EndQuorumEpochRequest(KafkaRequest["EndQuorumEpochResponse"]):
         self.leader_endpoints = _wire.KeyedList() if leader_endpoints is _wire.DEFAULT else leader_endpoints
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "EndQuorumEpochRequest"
+    NAME = 'EndQuorumEpochRequest'
     API_KEY = 54
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(1, 32767)
-    LISTENERS = ("controller",)
+    LISTENERS = ('controller',)
 
     class ReplicaInfo(KafkaStruct):
-        __slots__ = ("candidate_directory_id", "candidate_id")
+        __slots__ = ('candidate_directory_id', 'candidate_id')
 
         def __init__(
             self,
@@ -66,13 +66,14 @@ class EndQuorumEpochRequest(KafkaRequest["EndQuorumEpochResponse"]):
             self.candidate_directory_id = candidate_directory_id
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class PartitionData(KafkaStruct):
         __slots__ = (
-            "leader_epoch",
-            "leader_id",
-            "partition_index",
-            "preferred_candidates",
-            "preferred_successors",
+            'leader_epoch',
+            'leader_id',
+            'partition_index',
+            'preferred_candidates',
+            'preferred_successors',
         )
 
         def __init__(
@@ -91,8 +92,9 @@ class EndQuorumEpochRequest(KafkaRequest["EndQuorumEpochResponse"]):
             self.preferred_candidates = [] if preferred_candidates is _wire.DEFAULT else preferred_candidates
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopicData(KafkaStruct):
-        __slots__ = ("partitions", "topic_name")
+        __slots__ = ('partitions', 'topic_name')
 
         def __init__(
             self,
@@ -104,8 +106,9 @@ class EndQuorumEpochRequest(KafkaRequest["EndQuorumEpochResponse"]):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class LeaderEndpoint(KafkaStruct):
-        __slots__ = ("host", "name", "port")
+        __slots__ = ('host', 'name', 'port')
 
         def __init__(self, *, name: str = "", host: str = "", port: int = 0) -> None:
             self.name = name
@@ -113,11 +116,10 @@ class EndQuorumEpochRequest(KafkaRequest["EndQuorumEpochResponse"]):
             self.port = port
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
-
+        MAP_KEY = ('name',)
 
 class EndQuorumEpochResponse(KafkaMessage):
-    __slots__ = ("error_code", "node_endpoints", "topics")
+    __slots__ = ('error_code', 'node_endpoints', 'topics')
 
     def __init__(
         self,
@@ -131,14 +133,14 @@ class EndQuorumEpochResponse(KafkaMessage):
         self.node_endpoints = _wire.KeyedList() if node_endpoints is _wire.DEFAULT else node_endpoints
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "EndQuorumEpochResponse"
+    NAME = 'EndQuorumEpochResponse'
     API_KEY = 54
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(1, 32767)
 
     class PartitionData(KafkaStruct):
-        __slots__ = ("error_code", "leader_epoch", "leader_id", "partition_index")
+        __slots__ = ('error_code', 'leader_epoch', 'leader_id', 'partition_index')
 
         def __init__(
             self,
@@ -154,8 +156,9 @@ class EndQuorumEpochResponse(KafkaMessage):
             self.leader_epoch = leader_epoch
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopicData(KafkaStruct):
-        __slots__ = ("partitions", "topic_name")
+        __slots__ = ('partitions', 'topic_name')
 
         def __init__(
             self,
@@ -167,8 +170,9 @@ class EndQuorumEpochResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class NodeEndpoint(KafkaStruct):
-        __slots__ = ("host", "node_id", "port")
+        __slots__ = ('host', 'node_id', 'port')
 
         def __init__(self, *, node_id: int = 0, host: str = "", port: int = 0) -> None:
             self.node_id = node_id
@@ -176,7 +180,7 @@ class EndQuorumEpochResponse(KafkaMessage):
             self.port = port
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("node_id",)
+        MAP_KEY = ('node_id',)
 
 
 EndQuorumEpochRequest.RESPONSE_CLASS = EndQuorumEpochResponse
@@ -223,11 +227,7 @@ def _r_EndQuorumEpochRequest_0(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_leader_id,
-                            s5_leader_epoch,
-                        ) = _F_iii.unpack_from(buf, pos)
+                        (s5_partition_index, s5_leader_id, s5_leader_epoch,) = _F_iii.unpack_from(buf, pos)
                         pos += 12
                         n, pos = _wire.read_array_count(buf, pos)
                         if n < 0:
@@ -335,11 +335,7 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_leader_id,
-                            s5_leader_epoch,
-                        ) = _F_iii.unpack_from(buf, pos)
+                        (s5_partition_index, s5_leader_id, s5_leader_epoch,) = _F_iii.unpack_from(buf, pos)
                         pos += 12
                         n = buf[pos] - 1
                         if n < 0x7F:
@@ -444,10 +440,7 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                     pos = stop
                 else:
                     s9_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s9_port,
-                    t9,
-                ) = _F_HB.unpack_from(buf, pos)
+                (s9_port, t9,) = _F_HB.unpack_from(buf, pos)
                 pos += 3
                 u9 = _NO_TAGS
                 if t9:
@@ -551,7 +544,7 @@ def _w_EndQuorumEpochRequest__PartitionData_0(out: bytearray, o: EndQuorumEpochR
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -900,10 +893,7 @@ def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
                         s1_node_endpoints = _wire.KeyedList()
                         add7 = s1_node_endpoints.append
                         for _ in range(n):
-                            (
-                                s8_node_id,
-                                size,
-                            ) = _F_iB.unpack_from(buf, pos)
+                            (s8_node_id, size,) = _F_iB.unpack_from(buf, pos)
                             pos += 4
                             if 0 < size < 0x80:
                                 stop = pos + size
@@ -916,10 +906,7 @@ def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
                                 pos = stop
                             else:
                                 s8_host, pos = _wire.read_compact_text(buf, pos, "host")
-                            (
-                                s8_port,
-                                t8,
-                            ) = _F_HB.unpack_from(buf, pos)
+                            (s8_port, t8,) = _F_HB.unpack_from(buf, pos)
                             pos += 3
                             u8 = _NO_TAGS
                             if t8:
@@ -1098,8 +1085,8 @@ _C_Request__LeaderEndpoint = EndQuorumEpochRequest.LeaderEndpoint
 
 EndQuorumEpochRequest._FIELDS = (
     FieldInfo(
-        "cluster_id",
-        "string",
+        'cluster_id',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -1109,8 +1096,8 @@ EndQuorumEpochRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "topics",
-        "TopicData",
+        'topics',
+        'TopicData',
         _C_Request__TopicData,
         True,
         VersionRange(0, 1),
@@ -1120,8 +1107,8 @@ EndQuorumEpochRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "leader_endpoints",
-        "LeaderEndpoint",
+        'leader_endpoints',
+        'LeaderEndpoint',
         _C_Request__LeaderEndpoint,
         True,
         VersionRange(1, 1),
@@ -1132,17 +1119,17 @@ EndQuorumEpochRequest._FIELDS = (
     ),
 )
 _C_Request__ReplicaInfo._FIELDS = (
-    FieldInfo("candidate_id", "int32", None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
-    FieldInfo("candidate_directory_id", "uuid", None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
+    FieldInfo('candidate_id', 'int32', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
+    FieldInfo('candidate_directory_id', 'uuid', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
 )
 _C_Request__PartitionData._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("leader_id", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("preferred_successors", "int32", None, True, VersionRange(0, 0), _NONE, _NONE, None, True),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('preferred_successors', 'int32', None, True, VersionRange(0, 0), _NONE, _NONE, None, True),
     FieldInfo(
-        "preferred_candidates",
-        "ReplicaInfo",
+        'preferred_candidates',
+        'ReplicaInfo',
         _C_Request__ReplicaInfo,
         True,
         VersionRange(1, 1),
@@ -1153,10 +1140,10 @@ _C_Request__PartitionData._FIELDS = (
     ),
 )
 _C_Request__TopicData._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionData",
+        'partitions',
+        'PartitionData',
         _C_Request__PartitionData,
         True,
         VersionRange(0, 1),
@@ -1167,9 +1154,9 @@ _C_Request__TopicData._FIELDS = (
     ),
 )
 _C_Request__LeaderEndpoint._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
-    FieldInfo("port", "uint16", None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
+    FieldInfo('port', 'uint16', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
 )
 EndQuorumEpochRequest._READERS = {0: _r_EndQuorumEpochRequest_0, 1: _r_EndQuorumEpochRequest_1}
 EndQuorumEpochRequest._WRITERS = {0: _w_EndQuorumEpochRequest_0, 1: _w_EndQuorumEpochRequest_1}
@@ -1179,10 +1166,10 @@ _C_Response__TopicData = EndQuorumEpochResponse.TopicData
 _C_Response__NodeEndpoint = EndQuorumEpochResponse.NodeEndpoint
 
 EndQuorumEpochResponse._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "TopicData",
+        'topics',
+        'TopicData',
         _C_Response__TopicData,
         True,
         VersionRange(0, 1),
@@ -1192,8 +1179,8 @@ EndQuorumEpochResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "node_endpoints",
-        "NodeEndpoint",
+        'node_endpoints',
+        'NodeEndpoint',
         _C_Response__NodeEndpoint,
         True,
         VersionRange(1, 1),
@@ -1204,16 +1191,16 @@ EndQuorumEpochResponse._FIELDS = (
     ),
 )
 _C_Response__PartitionData._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("leader_id", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 _C_Response__TopicData._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionData",
+        'partitions',
+        'PartitionData',
         _C_Response__PartitionData,
         True,
         VersionRange(0, 1),
@@ -1224,9 +1211,9 @@ _C_Response__TopicData._FIELDS = (
     ),
 )
 _C_Response__NodeEndpoint._FIELDS = (
-    FieldInfo("node_id", "int32", None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
-    FieldInfo("port", "uint16", None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
+    FieldInfo('node_id', 'int32', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
+    FieldInfo('port', 'uint16', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
 )
 EndQuorumEpochResponse._READERS = {0: _r_EndQuorumEpochResponse_0, 1: _r_EndQuorumEpochResponse_1}
 EndQuorumEpochResponse._WRITERS = {0: _w_EndQuorumEpochResponse_0, 1: _w_EndQuorumEpochResponse_1}

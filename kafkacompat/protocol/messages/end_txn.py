@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["EndTxnRequest", "EndTxnResponse"]
+__all__ = ['EndTxnRequest', 'EndTxnResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -22,8 +22,8 @@ _F_qhoB = struct.Struct(">qh?B")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class EndTxnRequest(KafkaRequest["EndTxnResponse"]):
-    __slots__ = ("committed", "producer_epoch", "producer_id", "transactional_id")
+class EndTxnRequest(KafkaRequest['EndTxnResponse']):
+    __slots__ = ('committed', 'producer_epoch', 'producer_id', 'transactional_id')
 
     def __init__(
         self,
@@ -39,16 +39,15 @@ class EndTxnRequest(KafkaRequest["EndTxnResponse"]):
         self.committed = committed
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "EndTxnRequest"
+    NAME = 'EndTxnRequest'
     API_KEY = 26
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 5)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
-    LISTENERS = ("broker",)
-
+    LISTENERS = ('broker',)
 
 class EndTxnResponse(KafkaMessage):
-    __slots__ = ("error_code", "producer_epoch", "producer_id", "throttle_time_ms")
+    __slots__ = ('error_code', 'producer_epoch', 'producer_id', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -64,9 +63,9 @@ class EndTxnResponse(KafkaMessage):
         self.producer_epoch = producer_epoch
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "EndTxnResponse"
+    NAME = 'EndTxnResponse'
     API_KEY = 26
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 5)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
 
@@ -88,11 +87,7 @@ def _r_EndTxnRequest_0(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:
             s1_transactional_id, pos = _wire.read_string(buf, pos)
             if s1_transactional_id is None:
                 raise _wire.null_error("transactional_id", pos)
-        (
-            s1_producer_id,
-            s1_producer_epoch,
-            s1_committed,
-        ) = _F_qho.unpack_from(buf, pos)
+        (s1_producer_id, s1_producer_epoch, s1_committed,) = _F_qho.unpack_from(buf, pos)
         pos += 11
         o1 = _new(EndTxnRequest)
         o1.transactional_id = s1_transactional_id
@@ -130,12 +125,7 @@ def _r_EndTxnRequest_1(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:
             pos = stop
         else:
             s1_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
-        (
-            s1_producer_id,
-            s1_producer_epoch,
-            s1_committed,
-            t1,
-        ) = _F_qhoB.unpack_from(buf, pos)
+        (s1_producer_id, s1_producer_epoch, s1_committed, t1,) = _F_qhoB.unpack_from(buf, pos)
         pos += 12
         u1 = _NO_TAGS
         if t1:
@@ -182,10 +172,7 @@ def _w_EndTxnRequest_1(out: bytearray, o: EndTxnRequest) -> None:
 
 def _r_EndTxnResponse_0(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
     try:
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         o1 = _new(EndTxnResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
@@ -208,11 +195,7 @@ def _w_EndTxnResponse_0(out: bytearray, o: EndTxnResponse) -> None:
 def _r_EndTxnResponse_1(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            t1,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, t1,) = _F_ihB.unpack_from(buf, pos)
         pos += 7
         u1 = _NO_TAGS
         if t1:
@@ -291,11 +274,12 @@ def _w_EndTxnResponse_2(out: bytearray, o: EndTxnResponse) -> None:
         raise EncodeError(f"cannot write EndTxnResponse: {exc}") from None
 
 
+
 EndTxnRequest._FIELDS = (
-    FieldInfo("transactional_id", "string", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("producer_id", "int64", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("producer_epoch", "int16", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("committed", "bool", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('transactional_id', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('producer_id', 'int64', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('producer_epoch', 'int16', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('committed', 'bool', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
 )
 EndTxnRequest._READERS = {
     0: _r_EndTxnRequest_0,
@@ -316,10 +300,10 @@ EndTxnRequest._WRITERS = {
 
 
 EndTxnResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("producer_id", "int64", None, False, VersionRange(5, 5), _NONE, _NONE, None, True),
-    FieldInfo("producer_epoch", "int16", None, False, VersionRange(5, 5), _NONE, _NONE, None, True),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('producer_id', 'int64', None, False, VersionRange(5, 5), _NONE, _NONE, None, True),
+    FieldInfo('producer_epoch', 'int16', None, False, VersionRange(5, 5), _NONE, _NONE, None, True),
 )
 EndTxnResponse._READERS = {
     0: _r_EndTxnResponse_0,

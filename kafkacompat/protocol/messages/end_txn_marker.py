@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["EndTxnMarker"]
+__all__ = ['EndTxnMarker']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -18,14 +18,14 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class EndTxnMarker(KafkaMessage):
-    __slots__ = ("coordinator_epoch",)
+    __slots__ = ('coordinator_epoch',)
 
     def __init__(self, *, coordinator_epoch: int = 0) -> None:
         self.coordinator_epoch = coordinator_epoch
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "EndTxnMarker"
-    MESSAGE_TYPE = "data"
+    NAME = 'EndTxnMarker'
+    MESSAGE_TYPE = 'data'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(1, 0)
 
@@ -49,8 +49,9 @@ def _w_EndTxnMarker_0(out: bytearray, o: EndTxnMarker) -> None:
         raise EncodeError(f"cannot write EndTxnMarker: {exc}") from None
 
 
+
 EndTxnMarker._FIELDS = (
-    FieldInfo("coordinator_epoch", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('coordinator_epoch', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 EndTxnMarker._READERS = {0: _r_EndTxnMarker_0}
 EndTxnMarker._WRITERS = {0: _w_EndTxnMarker_0}

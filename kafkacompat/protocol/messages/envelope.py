@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["EnvelopeRequest", "EnvelopeResponse"]
+__all__ = ['EnvelopeRequest', 'EnvelopeResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -18,8 +18,8 @@ _F_hB = struct.Struct(">hB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class EnvelopeRequest(KafkaRequest["EnvelopeResponse"]):
-    __slots__ = ("client_host_address", "request_data", "request_principal")
+class EnvelopeRequest(KafkaRequest['EnvelopeResponse']):
+    __slots__ = ('client_host_address', 'request_data', 'request_principal')
 
     def __init__(
         self,
@@ -33,25 +33,24 @@ class EnvelopeRequest(KafkaRequest["EnvelopeResponse"]):
         self.client_host_address = client_host_address
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "EnvelopeRequest"
+    NAME = 'EnvelopeRequest'
     API_KEY = 58
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("controller",)
-
+    LISTENERS = ('controller',)
 
 class EnvelopeResponse(KafkaMessage):
-    __slots__ = ("error_code", "response_data")
+    __slots__ = ('error_code', 'response_data')
 
     def __init__(self, *, response_data: bytes | None = None, error_code: int = 0) -> None:
         self.response_data = response_data
         self.error_code = error_code
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "EnvelopeResponse"
+    NAME = 'EnvelopeResponse'
     API_KEY = 58
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -116,10 +115,7 @@ def _r_EnvelopeResponse_0(buf: Any, pos: int) -> tuple[EnvelopeResponse, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
         s1_response_data, pos = _wire.read_compact_bytes(buf, pos)
-        (
-            s1_error_code,
-            t1,
-        ) = _F_hB.unpack_from(buf, pos)
+        (s1_error_code, t1,) = _F_hB.unpack_from(buf, pos)
         pos += 3
         u1 = _NO_TAGS
         if t1:
@@ -155,11 +151,12 @@ def _w_EnvelopeResponse_0(out: bytearray, o: EnvelopeResponse) -> None:
         raise EncodeError(f"cannot write EnvelopeResponse: {exc}") from None
 
 
+
 EnvelopeRequest._FIELDS = (
-    FieldInfo("request_data", "bytes", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('request_data', 'bytes', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "request_principal",
-        "bytes",
+        'request_principal',
+        'bytes',
         None,
         False,
         VersionRange(0, 0),
@@ -168,7 +165,7 @@ EnvelopeRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("client_host_address", "bytes", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('client_host_address', 'bytes', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 EnvelopeRequest._READERS = {0: _r_EnvelopeRequest_0}
 EnvelopeRequest._WRITERS = {0: _w_EnvelopeRequest_0}
@@ -176,8 +173,8 @@ EnvelopeRequest._WRITERS = {0: _w_EnvelopeRequest_0}
 
 EnvelopeResponse._FIELDS = (
     FieldInfo(
-        "response_data",
-        "bytes",
+        'response_data',
+        'bytes',
         None,
         False,
         VersionRange(0, 0),
@@ -186,7 +183,7 @@ EnvelopeResponse._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 EnvelopeResponse._READERS = {0: _r_EnvelopeResponse_0}
 EnvelopeResponse._WRITERS = {0: _w_EnvelopeResponse_0}

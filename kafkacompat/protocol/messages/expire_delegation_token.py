@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ExpireDelegationTokenRequest", "ExpireDelegationTokenResponse"]
+__all__ = ['ExpireDelegationTokenRequest', 'ExpireDelegationTokenResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -20,28 +20,27 @@ _F_qB = struct.Struct(">qB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class ExpireDelegationTokenRequest(KafkaRequest["ExpireDelegationTokenResponse"]):
-    __slots__ = ("expiry_time_period_ms", "hmac")
+class ExpireDelegationTokenRequest(KafkaRequest['ExpireDelegationTokenResponse']):
+    __slots__ = ('expiry_time_period_ms', 'hmac')
 
     def __init__(self, *, hmac: bytes = b"", expiry_time_period_ms: int = 0) -> None:
         self.hmac = hmac
         self.expiry_time_period_ms = expiry_time_period_ms
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ExpireDelegationTokenRequest"
+    NAME = 'ExpireDelegationTokenRequest'
     API_KEY = 40
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 0)
-    LISTENERS = ("broker", "controller")
+    LISTENERS = ('broker', 'controller')
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
-
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
 class ExpireDelegationTokenResponse(KafkaMessage):
-    __slots__ = ("error_code", "expiry_timestamp_ms", "throttle_time_ms")
+    __slots__ = ('error_code', 'expiry_timestamp_ms', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -55,14 +54,14 @@ class ExpireDelegationTokenResponse(KafkaMessage):
         self.throttle_time_ms = throttle_time_ms
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ExpireDelegationTokenResponse"
+    NAME = 'ExpireDelegationTokenResponse'
     API_KEY = 40
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
 
 ExpireDelegationTokenRequest.RESPONSE_CLASS = ExpireDelegationTokenResponse
@@ -102,10 +101,7 @@ def _r_ExpireDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[ExpireDelegat
         s1_hmac, pos = _wire.read_compact_bytes(buf, pos)
         if s1_hmac is None:
             raise _wire.null_error("hmac", pos)
-        (
-            s1_expiry_time_period_ms,
-            t1,
-        ) = _F_qB.unpack_from(buf, pos)
+        (s1_expiry_time_period_ms, t1,) = _F_qB.unpack_from(buf, pos)
         pos += 9
         u1 = _NO_TAGS
         if t1:
@@ -145,11 +141,7 @@ def _w_ExpireDelegationTokenRequest_1(out: bytearray, o: ExpireDelegationTokenRe
 
 def _r_ExpireDelegationTokenResponse_0(buf: Any, pos: int) -> tuple[ExpireDelegationTokenResponse, int]:
     try:
-        (
-            s1_error_code,
-            s1_expiry_timestamp_ms,
-            s1_throttle_time_ms,
-        ) = _F_hqi.unpack_from(buf, pos)
+        (s1_error_code, s1_expiry_timestamp_ms, s1_throttle_time_ms,) = _F_hqi.unpack_from(buf, pos)
         pos += 14
         o1 = _new(ExpireDelegationTokenResponse)
         o1.error_code = s1_error_code
@@ -171,12 +163,7 @@ def _w_ExpireDelegationTokenResponse_0(out: bytearray, o: ExpireDelegationTokenR
 def _r_ExpireDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[ExpireDelegationTokenResponse, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_error_code,
-            s1_expiry_timestamp_ms,
-            s1_throttle_time_ms,
-            t1,
-        ) = _F_hqiB.unpack_from(buf, pos)
+        (s1_error_code, s1_expiry_timestamp_ms, s1_throttle_time_ms, t1,) = _F_hqiB.unpack_from(buf, pos)
         pos += 15
         u1 = _NO_TAGS
         if t1:
@@ -210,9 +197,10 @@ def _w_ExpireDelegationTokenResponse_1(out: bytearray, o: ExpireDelegationTokenR
         raise EncodeError(f"cannot write ExpireDelegationTokenResponse: {exc}") from None
 
 
+
 ExpireDelegationTokenRequest._FIELDS = (
-    FieldInfo("hmac", "bytes", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("expiry_time_period_ms", "int64", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('hmac', 'bytes', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('expiry_time_period_ms', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 ExpireDelegationTokenRequest._READERS = {
     0: _r_ExpireDelegationTokenRequest_0,
@@ -227,9 +215,9 @@ ExpireDelegationTokenRequest._WRITERS = {
 
 
 ExpireDelegationTokenResponse._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("expiry_timestamp_ms", "int64", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('expiry_timestamp_ms', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 ExpireDelegationTokenResponse._READERS = {
     0: _r_ExpireDelegationTokenResponse_0,

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["FeatureLevelRecord"]
+__all__ = ['FeatureLevelRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -19,16 +19,16 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class FeatureLevelRecord(KafkaMessage):
-    __slots__ = ("feature_level", "name")
+    __slots__ = ('feature_level', 'name')
 
     def __init__(self, *, name: str = "", feature_level: int = 0) -> None:
         self.name = name
         self.feature_level = feature_level
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "FeatureLevelRecord"
+    NAME = 'FeatureLevelRecord'
     API_KEY = 12
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -46,10 +46,7 @@ def _r_FeatureLevelRecord_0(buf: Any, pos: int) -> tuple[FeatureLevelRecord, int
             pos = stop
         else:
             s1_name, pos = _wire.read_compact_text(buf, pos, "name")
-        (
-            s1_feature_level,
-            t1,
-        ) = _F_hB.unpack_from(buf, pos)
+        (s1_feature_level, t1,) = _F_hB.unpack_from(buf, pos)
         pos += 3
         u1 = _NO_TAGS
         if t1:
@@ -92,9 +89,10 @@ def _w_FeatureLevelRecord_0(out: bytearray, o: FeatureLevelRecord) -> None:
         raise EncodeError(f"cannot write FeatureLevelRecord: {exc}") from None
 
 
+
 FeatureLevelRecord._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("feature_level", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('feature_level', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 FeatureLevelRecord._READERS = {0: _r_FeatureLevelRecord_0}
 FeatureLevelRecord._WRITERS = {0: _w_FeatureLevelRecord_0}

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["FenceBrokerRecord"]
+__all__ = ['FenceBrokerRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -19,16 +19,16 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class FenceBrokerRecord(KafkaMessage):
-    __slots__ = ("epoch", "id")
+    __slots__ = ('epoch', 'id')
 
     def __init__(self, *, id: int = 0, epoch: int = 0) -> None:
         self.id = id
         self.epoch = epoch
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "FenceBrokerRecord"
+    NAME = 'FenceBrokerRecord'
     API_KEY = 7
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -36,11 +36,7 @@ class FenceBrokerRecord(KafkaMessage):
 def _r_FenceBrokerRecord_0(buf: Any, pos: int) -> tuple[FenceBrokerRecord, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_id,
-            s1_epoch,
-            t1,
-        ) = _F_iqB.unpack_from(buf, pos)
+        (s1_id, s1_epoch, t1,) = _F_iqB.unpack_from(buf, pos)
         pos += 13
         u1 = _NO_TAGS
         if t1:
@@ -73,9 +69,10 @@ def _w_FenceBrokerRecord_0(out: bytearray, o: FenceBrokerRecord) -> None:
         raise EncodeError(f"cannot write FenceBrokerRecord: {exc}") from None
 
 
+
 FenceBrokerRecord._FIELDS = (
-    FieldInfo("id", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("epoch", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('epoch', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 FenceBrokerRecord._READERS = {0: _r_FenceBrokerRecord_0}
 FenceBrokerRecord._WRITERS = {0: _w_FenceBrokerRecord_0}

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["FetchRequest", "FetchResponse"]
+__all__ = ['FetchRequest', 'FetchResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -50,20 +50,20 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class FetchRequest(KafkaRequest["FetchResponse"]):
+class FetchRequest(KafkaRequest['FetchResponse']):
     __slots__ = (
-        "cluster_id",
-        "forgotten_topics_data",
-        "isolation_level",
-        "max_bytes",
-        "max_wait_ms",
-        "min_bytes",
-        "rack_id",
-        "replica_id",
-        "replica_state",
-        "session_epoch",
-        "session_id",
-        "topics",
+        'cluster_id',
+        'forgotten_topics_data',
+        'isolation_level',
+        'max_bytes',
+        'max_wait_ms',
+        'min_bytes',
+        'rack_id',
+        'replica_id',
+        'replica_state',
+        'session_epoch',
+        'session_id',
+        'topics',
     )
 
     def __init__(
@@ -80,7 +80,7 @@ class FetchRequest(KafkaRequest["FetchResponse"]):
         session_epoch: int = -1,
         topics: list[FetchRequest.FetchTopic] = _wire.DEFAULT,
         forgotten_topics_data: list[FetchRequest.ForgottenTopic] = _wire.DEFAULT,
-        rack_id: str = "",
+        rack_id: str = '',
     ) -> None:
         self.cluster_id = cluster_id
         self.replica_id = replica_id
@@ -96,35 +96,36 @@ class FetchRequest(KafkaRequest["FetchResponse"]):
         self.rack_id = rack_id
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "FetchRequest"
+    NAME = 'FetchRequest'
     API_KEY = 1
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 18)
     FLEXIBLE_VERSIONS = VersionRange(12, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 3)
-    LISTENERS = ("broker", "controller")
+    LISTENERS = ('broker', 'controller')
     REMOVED_VERSIONS = VersionRange(0, 3)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class ReplicaState(KafkaStruct):
-        __slots__ = ("replica_epoch", "replica_id")
+        __slots__ = ('replica_epoch', 'replica_id')
 
         def __init__(self, *, replica_id: int = -1, replica_epoch: int = -1) -> None:
             self.replica_id = replica_id
             self.replica_epoch = replica_epoch
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class FetchPartition(KafkaStruct):
         __slots__ = (
-            "current_leader_epoch",
-            "fetch_offset",
-            "high_watermark",
-            "last_fetched_epoch",
-            "log_start_offset",
-            "partition",
-            "partition_max_bytes",
-            "replica_directory_id",
+            'current_leader_epoch',
+            'fetch_offset',
+            'high_watermark',
+            'last_fetched_epoch',
+            'log_start_offset',
+            'partition',
+            'partition_max_bytes',
+            'replica_directory_id',
         )
 
         def __init__(
@@ -149,8 +150,9 @@ class FetchRequest(KafkaRequest["FetchResponse"]):
             self.high_watermark = high_watermark
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class FetchTopic(KafkaStruct):
-        __slots__ = ("partitions", "topic", "topic_id")
+        __slots__ = ('partitions', 'topic', 'topic_id')
 
         def __init__(
             self,
@@ -164,8 +166,9 @@ class FetchRequest(KafkaRequest["FetchResponse"]):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class ForgottenTopic(KafkaStruct):
-        __slots__ = ("partitions", "topic", "topic_id")
+        __slots__ = ('partitions', 'topic', 'topic_id')
 
         def __init__(
             self,
@@ -181,7 +184,7 @@ class FetchRequest(KafkaRequest["FetchResponse"]):
 
 
 class FetchResponse(KafkaMessage):
-    __slots__ = ("error_code", "node_endpoints", "responses", "session_id", "throttle_time_ms")
+    __slots__ = ('error_code', 'node_endpoints', 'responses', 'session_id', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -199,60 +202,64 @@ class FetchResponse(KafkaMessage):
         self.node_endpoints = _wire.KeyedList() if node_endpoints is _wire.DEFAULT else node_endpoints
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "FetchResponse"
+    NAME = 'FetchResponse'
     API_KEY = 1
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 18)
     FLEXIBLE_VERSIONS = VersionRange(12, 32767)
     REMOVED_VERSIONS = VersionRange(0, 3)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class EpochEndOffset(KafkaStruct):
-        __slots__ = ("end_offset", "epoch")
+        __slots__ = ('end_offset', 'epoch')
 
         def __init__(self, *, epoch: int = -1, end_offset: int = -1) -> None:
             self.epoch = epoch
             self.end_offset = end_offset
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class LeaderIdAndEpoch(KafkaStruct):
-        __slots__ = ("leader_epoch", "leader_id")
+        __slots__ = ('leader_epoch', 'leader_id')
 
         def __init__(self, *, leader_id: int = -1, leader_epoch: int = -1) -> None:
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class SnapshotId(KafkaStruct):
-        __slots__ = ("end_offset", "epoch")
+        __slots__ = ('end_offset', 'epoch')
 
         def __init__(self, *, end_offset: int = -1, epoch: int = -1) -> None:
             self.end_offset = end_offset
             self.epoch = epoch
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class AbortedTransaction(KafkaStruct):
-        __slots__ = ("first_offset", "producer_id")
+        __slots__ = ('first_offset', 'producer_id')
 
         def __init__(self, *, producer_id: int = 0, first_offset: int = 0) -> None:
             self.producer_id = producer_id
             self.first_offset = first_offset
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class PartitionData(KafkaStruct):
         __slots__ = (
-            "aborted_transactions",
-            "current_leader",
-            "diverging_epoch",
-            "error_code",
-            "high_watermark",
-            "last_stable_offset",
-            "log_start_offset",
-            "partition_index",
-            "preferred_read_replica",
-            "records",
-            "snapshot_id",
+            'aborted_transactions',
+            'current_leader',
+            'diverging_epoch',
+            'error_code',
+            'high_watermark',
+            'last_stable_offset',
+            'log_start_offset',
+            'partition_index',
+            'preferred_read_replica',
+            'records',
+            'snapshot_id',
         )
 
         def __init__(
@@ -276,10 +283,14 @@ class FetchResponse(KafkaMessage):
             self.last_stable_offset = last_stable_offset
             self.log_start_offset = log_start_offset
             self.diverging_epoch = (
-                FetchResponse.EpochEndOffset() if diverging_epoch is _wire.DEFAULT else diverging_epoch
+                FetchResponse.EpochEndOffset()
+                if diverging_epoch is _wire.DEFAULT
+                else diverging_epoch
             )
             self.current_leader = (
-                FetchResponse.LeaderIdAndEpoch() if current_leader is _wire.DEFAULT else current_leader
+                FetchResponse.LeaderIdAndEpoch()
+                if current_leader is _wire.DEFAULT
+                else current_leader
             )
             self.snapshot_id = FetchResponse.SnapshotId() if snapshot_id is _wire.DEFAULT else snapshot_id
             self.aborted_transactions = [] if aborted_transactions is _wire.DEFAULT else aborted_transactions
@@ -287,8 +298,9 @@ class FetchResponse(KafkaMessage):
             self.records = records
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class FetchableTopicResponse(KafkaStruct):
-        __slots__ = ("partitions", "topic", "topic_id")
+        __slots__ = ('partitions', 'topic', 'topic_id')
 
         def __init__(
             self,
@@ -302,8 +314,9 @@ class FetchResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class NodeEndpoint(KafkaStruct):
-        __slots__ = ("host", "node_id", "port", "rack")
+        __slots__ = ('host', 'node_id', 'port', 'rack')
 
         def __init__(
             self,
@@ -319,7 +332,7 @@ class FetchResponse(KafkaMessage):
             self.rack = rack
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("node_id",)
+        MAP_KEY = ('node_id',)
 
 
 FetchRequest.RESPONSE_CLASS = FetchResponse
@@ -330,11 +343,7 @@ def _r_FetchRequest_0(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     s3_partitions: list[Any]
     try:
         buflen = len(buf)
-        (
-            s1_replica_id,
-            s1_max_wait_ms,
-            s1_min_bytes,
-        ) = _F_iii.unpack_from(buf, pos)
+        (s1_replica_id, s1_max_wait_ms, s1_min_bytes,) = _F_iii.unpack_from(buf, pos)
         pos += 12
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -420,7 +429,7 @@ def _r_FetchRequest_0(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         o1.session_epoch = -1
         o1.topics = s1_topics
         o1.forgotten_topics_data = []
-        o1.rack_id = ""
+        o1.rack_id = ''
         o1._unknown_tags = _NO_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchRequest: {exc}", offset=pos) from None
@@ -456,12 +465,7 @@ def _r_FetchRequest_1(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     s3_partitions: list[Any]
     try:
         buflen = len(buf)
-        (
-            s1_replica_id,
-            s1_max_wait_ms,
-            s1_min_bytes,
-            s1_max_bytes,
-        ) = _F_iiii.unpack_from(buf, pos)
+        (s1_replica_id, s1_max_wait_ms, s1_min_bytes, s1_max_bytes,) = _F_iiii.unpack_from(buf, pos)
         pos += 16
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -547,7 +551,7 @@ def _r_FetchRequest_1(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         o1.session_epoch = -1
         o1.topics = s1_topics
         o1.forgotten_topics_data = []
-        o1.rack_id = ""
+        o1.rack_id = ''
         o1._unknown_tags = _NO_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchRequest: {exc}", offset=pos) from None
@@ -675,7 +679,7 @@ def _r_FetchRequest_2(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         o1.session_epoch = -1
         o1.topics = s1_topics
         o1.forgotten_topics_data = []
-        o1.rack_id = ""
+        o1.rack_id = ''
         o1._unknown_tags = _NO_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchRequest: {exc}", offset=pos) from None
@@ -805,7 +809,7 @@ def _r_FetchRequest_3(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         o1.session_epoch = -1
         o1.topics = s1_topics
         o1.forgotten_topics_data = []
-        o1.rack_id = ""
+        o1.rack_id = ''
         o1._unknown_tags = _NO_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchRequest: {exc}", offset=pos) from None
@@ -973,7 +977,7 @@ def _r_FetchRequest_4(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         o1.session_epoch = s1_session_epoch
         o1.topics = s1_topics
         o1.forgotten_topics_data = s1_forgotten_topics_data
-        o1.rack_id = ""
+        o1.rack_id = ''
         o1._unknown_tags = _NO_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchRequest: {exc}", offset=pos) from None
@@ -1154,7 +1158,7 @@ def _r_FetchRequest_5(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         o1.session_epoch = s1_session_epoch
         o1.topics = s1_topics
         o1.forgotten_topics_data = s1_forgotten_topics_data
-        o1.rack_id = ""
+        o1.rack_id = ''
         o1._unknown_tags = _NO_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchRequest: {exc}", offset=pos) from None
@@ -2252,11 +2256,7 @@ def _r_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                             offset=pos,
                         )
                 elif tag1 == 1:
-                    (
-                        s9_replica_id,
-                        s9_replica_epoch,
-                        t9,
-                    ) = _F_iqB.unpack_from(buf, pos)
+                    (s9_replica_id, s9_replica_epoch, t9,) = _F_iqB.unpack_from(buf, pos)
                     pos += 13
                     u9 = _NO_TAGS
                     if t9:
@@ -2584,11 +2584,7 @@ def _r_FetchRequest_10(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                             offset=pos,
                         )
                 elif tag1 == 1:
-                    (
-                        s8_replica_id,
-                        s8_replica_epoch,
-                        t8,
-                    ) = _F_iqB.unpack_from(buf, pos)
+                    (s8_replica_id, s8_replica_epoch, t8,) = _F_iqB.unpack_from(buf, pos)
                     pos += 13
                     u8 = _NO_TAGS
                     if t8:
@@ -2926,11 +2922,7 @@ def _r_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                             offset=pos,
                         )
                 elif tag1 == 1:
-                    (
-                        s8_replica_id,
-                        s8_replica_epoch,
-                        t8,
-                    ) = _F_iqB.unpack_from(buf, pos)
+                    (s8_replica_id, s8_replica_epoch, t8,) = _F_iqB.unpack_from(buf, pos)
                     pos += 13
                     u8 = _NO_TAGS
                     if t8:
@@ -3340,7 +3332,7 @@ def _w_FetchRequest__ForgottenTopic_0(out: bytearray, o: FetchRequest.ForgottenT
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -3437,11 +3429,7 @@ def _r_FetchResponse_0(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_error_code,
-                            s5_high_watermark,
-                        ) = _F_ihq.unpack_from(buf, pos)
+                        (s5_partition_index, s5_error_code, s5_high_watermark,) = _F_ihq.unpack_from(buf, pos)
                         pos += 14
                         s5_records, pos = _wire.read_bytes(buf, pos)
                         o5 = _new(_C_Response__PartitionData)
@@ -3529,11 +3517,7 @@ def _r_FetchResponse_1(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_error_code,
-                            s5_high_watermark,
-                        ) = _F_ihq.unpack_from(buf, pos)
+                        (s5_partition_index, s5_error_code, s5_high_watermark,) = _F_ihq.unpack_from(buf, pos)
                         pos += 14
                         s5_records, pos = _wire.read_bytes(buf, pos)
                         o5 = _new(_C_Response__PartitionData)
@@ -3638,10 +3622,7 @@ def _r_FetchResponse_2(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             s5_aborted_transactions = []
                             add6 = s5_aborted_transactions.append
                             if stop7 <= buflen:
-                                for (
-                                    s7_producer_id,
-                                    s7_first_offset,
-                                ) in _F_qq.iter_unpack(buf[pos:stop7]):
+                                for (s7_producer_id, s7_first_offset,) in _F_qq.iter_unpack(buf[pos:stop7]):
                                     o7 = _new(_C_Response__AbortedTransaction)
                                     o7.producer_id = s7_producer_id
                                     o7.first_offset = s7_first_offset
@@ -3654,10 +3635,7 @@ def _r_FetchResponse_2(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 s5_aborted_transactions = []
                                 add6 = s5_aborted_transactions.append
                                 for _ in range(n):
-                                    (
-                                        s8_producer_id,
-                                        s8_first_offset,
-                                    ) = _F_qq.unpack_from(buf, pos)
+                                    (s8_producer_id, s8_first_offset,) = _F_qq.unpack_from(buf, pos)
                                     pos += 16
                                     o8 = _new(_C_Response__AbortedTransaction)
                                     o8.producer_id = s8_producer_id
@@ -3768,10 +3746,7 @@ def _r_FetchResponse_3(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             s5_aborted_transactions = []
                             add6 = s5_aborted_transactions.append
                             if stop7 <= buflen:
-                                for (
-                                    s7_producer_id,
-                                    s7_first_offset,
-                                ) in _F_qq.iter_unpack(buf[pos:stop7]):
+                                for (s7_producer_id, s7_first_offset,) in _F_qq.iter_unpack(buf[pos:stop7]):
                                     o7 = _new(_C_Response__AbortedTransaction)
                                     o7.producer_id = s7_producer_id
                                     o7.first_offset = s7_first_offset
@@ -3784,10 +3759,7 @@ def _r_FetchResponse_3(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 s5_aborted_transactions = []
                                 add6 = s5_aborted_transactions.append
                                 for _ in range(n):
-                                    (
-                                        s8_producer_id,
-                                        s8_first_offset,
-                                    ) = _F_qq.unpack_from(buf, pos)
+                                    (s8_producer_id, s8_first_offset,) = _F_qq.unpack_from(buf, pos)
                                     pos += 16
                                     o8 = _new(_C_Response__AbortedTransaction)
                                     o8.producer_id = s8_producer_id
@@ -3855,11 +3827,7 @@ def _r_FetchResponse_4(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     s5_aborted_transactions: list[Any] | None
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            s1_session_id,
-        ) = _F_ihi.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, s1_session_id,) = _F_ihi.unpack_from(buf, pos)
         pos += 10
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -3902,10 +3870,7 @@ def _r_FetchResponse_4(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             s5_aborted_transactions = []
                             add6 = s5_aborted_transactions.append
                             if stop7 <= buflen:
-                                for (
-                                    s7_producer_id,
-                                    s7_first_offset,
-                                ) in _F_qq.iter_unpack(buf[pos:stop7]):
+                                for (s7_producer_id, s7_first_offset,) in _F_qq.iter_unpack(buf[pos:stop7]):
                                     o7 = _new(_C_Response__AbortedTransaction)
                                     o7.producer_id = s7_producer_id
                                     o7.first_offset = s7_first_offset
@@ -3918,10 +3883,7 @@ def _r_FetchResponse_4(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 s5_aborted_transactions = []
                                 add6 = s5_aborted_transactions.append
                                 for _ in range(n):
-                                    (
-                                        s8_producer_id,
-                                        s8_first_offset,
-                                    ) = _F_qq.unpack_from(buf, pos)
+                                    (s8_producer_id, s8_first_offset,) = _F_qq.unpack_from(buf, pos)
                                     pos += 16
                                     o8 = _new(_C_Response__AbortedTransaction)
                                     o8.producer_id = s8_producer_id
@@ -3987,11 +3949,7 @@ def _r_FetchResponse_5(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     s5_aborted_transactions: list[Any] | None
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            s1_session_id,
-        ) = _F_ihi.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, s1_session_id,) = _F_ihi.unpack_from(buf, pos)
         pos += 10
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -4034,10 +3992,7 @@ def _r_FetchResponse_5(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             s5_aborted_transactions = []
                             add6 = s5_aborted_transactions.append
                             if stop7 <= buflen:
-                                for (
-                                    s7_producer_id,
-                                    s7_first_offset,
-                                ) in _F_qq.iter_unpack(buf[pos:stop7]):
+                                for (s7_producer_id, s7_first_offset,) in _F_qq.iter_unpack(buf[pos:stop7]):
                                     o7 = _new(_C_Response__AbortedTransaction)
                                     o7.producer_id = s7_producer_id
                                     o7.first_offset = s7_first_offset
@@ -4050,10 +4005,7 @@ def _r_FetchResponse_5(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 s5_aborted_transactions = []
                                 add6 = s5_aborted_transactions.append
                                 for _ in range(n):
-                                    (
-                                        s8_producer_id,
-                                        s8_first_offset,
-                                    ) = _F_qq.unpack_from(buf, pos)
+                                    (s8_producer_id, s8_first_offset,) = _F_qq.unpack_from(buf, pos)
                                     pos += 16
                                     o8 = _new(_C_Response__AbortedTransaction)
                                     o8.producer_id = s8_producer_id
@@ -4131,11 +4083,7 @@ def _r_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     u9: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            s1_session_id,
-        ) = _F_ihi.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, s1_session_id,) = _F_ihi.unpack_from(buf, pos)
         pos += 10
         n = buf[pos] - 1
         if n < 0x7F:
@@ -4207,11 +4155,7 @@ def _r_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 s5_aborted_transactions = []
                                 add6 = s5_aborted_transactions.append
                                 for _ in range(n):
-                                    (
-                                        s8_producer_id,
-                                        s8_first_offset,
-                                        t8,
-                                    ) = _F_qqB.unpack_from(buf, pos)
+                                    (s8_producer_id, s8_first_offset, t8,) = _F_qqB.unpack_from(buf, pos)
                                     pos += 17
                                     u8 = _NO_TAGS
                                     if t8:
@@ -4244,11 +4188,7 @@ def _r_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
                                 if tag5 == 0:
-                                    (
-                                        s9_epoch,
-                                        s9_end_offset,
-                                        t9,
-                                    ) = _F_iqB.unpack_from(buf, pos)
+                                    (s9_epoch, s9_end_offset, t9,) = _F_iqB.unpack_from(buf, pos)
                                     pos += 13
                                     u9 = _NO_TAGS
                                     if t9:
@@ -4273,11 +4213,7 @@ def _r_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                             offset=pos,
                                         )
                                 elif tag5 == 1:
-                                    (
-                                        s10_leader_id,
-                                        s10_leader_epoch,
-                                        t10,
-                                    ) = _F_iiB.unpack_from(buf, pos)
+                                    (s10_leader_id, s10_leader_epoch, t10,) = _F_iiB.unpack_from(buf, pos)
                                     pos += 9
                                     u10 = _NO_TAGS
                                     if t10:
@@ -4302,11 +4238,7 @@ def _r_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                             offset=pos,
                                         )
                                 elif tag5 == 2:
-                                    (
-                                        s11_end_offset,
-                                        s11_epoch,
-                                        t11,
-                                    ) = _F_qiB.unpack_from(buf, pos)
+                                    (s11_end_offset, s11_epoch, t11,) = _F_qiB.unpack_from(buf, pos)
                                     pos += 13
                                     u11 = _NO_TAGS
                                     if t11:
@@ -4434,11 +4366,7 @@ def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     u9: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            s1_session_id,
-        ) = _F_ihi.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, s1_session_id,) = _F_ihi.unpack_from(buf, pos)
         pos += 10
         n = buf[pos] - 1
         if n < 0x7F:
@@ -4508,11 +4436,7 @@ def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 s5_aborted_transactions = []
                                 add6 = s5_aborted_transactions.append
                                 for _ in range(n):
-                                    (
-                                        s8_producer_id,
-                                        s8_first_offset,
-                                        t8,
-                                    ) = _F_qqB.unpack_from(buf, pos)
+                                    (s8_producer_id, s8_first_offset, t8,) = _F_qqB.unpack_from(buf, pos)
                                     pos += 17
                                     u8 = _NO_TAGS
                                     if t8:
@@ -4545,11 +4469,7 @@ def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
                                 if tag5 == 0:
-                                    (
-                                        s9_epoch,
-                                        s9_end_offset,
-                                        t9,
-                                    ) = _F_iqB.unpack_from(buf, pos)
+                                    (s9_epoch, s9_end_offset, t9,) = _F_iqB.unpack_from(buf, pos)
                                     pos += 13
                                     u9 = _NO_TAGS
                                     if t9:
@@ -4574,11 +4494,7 @@ def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                             offset=pos,
                                         )
                                 elif tag5 == 1:
-                                    (
-                                        s10_leader_id,
-                                        s10_leader_epoch,
-                                        t10,
-                                    ) = _F_iiB.unpack_from(buf, pos)
+                                    (s10_leader_id, s10_leader_epoch, t10,) = _F_iiB.unpack_from(buf, pos)
                                     pos += 9
                                     u10 = _NO_TAGS
                                     if t10:
@@ -4603,11 +4519,7 @@ def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                             offset=pos,
                                         )
                                 elif tag5 == 2:
-                                    (
-                                        s11_end_offset,
-                                        s11_epoch,
-                                        t11,
-                                    ) = _F_qiB.unpack_from(buf, pos)
+                                    (s11_end_offset, s11_epoch, t11,) = _F_qiB.unpack_from(buf, pos)
                                     pos += 13
                                     u11 = _NO_TAGS
                                     if t11:
@@ -4738,11 +4650,7 @@ def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     u9: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            s1_session_id,
-        ) = _F_ihi.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, s1_session_id,) = _F_ihi.unpack_from(buf, pos)
         pos += 10
         n = buf[pos] - 1
         if n < 0x7F:
@@ -4812,11 +4720,7 @@ def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 s5_aborted_transactions = []
                                 add6 = s5_aborted_transactions.append
                                 for _ in range(n):
-                                    (
-                                        s8_producer_id,
-                                        s8_first_offset,
-                                        t8,
-                                    ) = _F_qqB.unpack_from(buf, pos)
+                                    (s8_producer_id, s8_first_offset, t8,) = _F_qqB.unpack_from(buf, pos)
                                     pos += 17
                                     u8 = _NO_TAGS
                                     if t8:
@@ -4849,11 +4753,7 @@ def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
                                 if tag5 == 0:
-                                    (
-                                        s9_epoch,
-                                        s9_end_offset,
-                                        t9,
-                                    ) = _F_iqB.unpack_from(buf, pos)
+                                    (s9_epoch, s9_end_offset, t9,) = _F_iqB.unpack_from(buf, pos)
                                     pos += 13
                                     u9 = _NO_TAGS
                                     if t9:
@@ -4878,11 +4778,7 @@ def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                             offset=pos,
                                         )
                                 elif tag5 == 1:
-                                    (
-                                        s10_leader_id,
-                                        s10_leader_epoch,
-                                        t10,
-                                    ) = _F_iiB.unpack_from(buf, pos)
+                                    (s10_leader_id, s10_leader_epoch, t10,) = _F_iiB.unpack_from(buf, pos)
                                     pos += 9
                                     u10 = _NO_TAGS
                                     if t10:
@@ -4907,11 +4803,7 @@ def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                             offset=pos,
                                         )
                                 elif tag5 == 2:
-                                    (
-                                        s11_end_offset,
-                                        s11_epoch,
-                                        t11,
-                                    ) = _F_qiB.unpack_from(buf, pos)
+                                    (s11_end_offset, s11_epoch, t11,) = _F_qiB.unpack_from(buf, pos)
                                     pos += 13
                                     u11 = _NO_TAGS
                                     if t11:
@@ -4993,10 +4885,7 @@ def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                         s1_node_endpoints = _wire.KeyedList()
                         add12 = s1_node_endpoints.append
                         for _ in range(n):
-                            (
-                                s13_node_id,
-                                size,
-                            ) = _F_iB.unpack_from(buf, pos)
+                            (s13_node_id, size,) = _F_iB.unpack_from(buf, pos)
                             pos += 4
                             if 0 < size < 0x80:
                                 stop = pos + size
@@ -5009,10 +4898,7 @@ def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 pos = stop
                             else:
                                 s13_host, pos = _wire.read_compact_text(buf, pos, "host")
-                            (
-                                s13_port,
-                                size,
-                            ) = _F_iB.unpack_from(buf, pos)
+                            (s13_port, size,) = _F_iB.unpack_from(buf, pos)
                             pos += 4
                             if 0 < size < 0x80:
                                 stop = pos + size
@@ -5202,7 +5088,7 @@ def _w_FetchResponse__PartitionData_1(out: bytearray, o: FetchResponse.Partition
         out += _F_ihqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset)
         x = o.aborted_transactions
         if x is None:
-            out += b"\xff\xff\xff\xff"
+            out += b'\xff\xff\xff\xff'
         else:
             out += _wire.INT32.pack(len(x))
             for item in x:
@@ -5240,7 +5126,7 @@ def _w_FetchResponse__PartitionData_2(out: bytearray, o: FetchResponse.Partition
         )
         x = o.aborted_transactions
         if x is None:
-            out += b"\xff\xff\xff\xff"
+            out += b'\xff\xff\xff\xff'
         else:
             out += _wire.INT32.pack(len(x))
             for item in x:
@@ -5274,7 +5160,7 @@ def _w_FetchResponse__PartitionData_3(out: bytearray, o: FetchResponse.Partition
         )
         x = o.aborted_transactions
         if x is None:
-            out += b"\xff\xff\xff\xff"
+            out += b'\xff\xff\xff\xff'
         else:
             out += _wire.INT32.pack(len(x))
             for item in x:
@@ -5299,7 +5185,7 @@ def _w_FetchResponse__PartitionData_4(out: bytearray, o: FetchResponse.Partition
         )
         x = o.aborted_transactions
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -5519,8 +5405,8 @@ _C_Request__ForgottenTopic = FetchRequest.ForgottenTopic
 
 FetchRequest._FIELDS = (
     FieldInfo(
-        "cluster_id",
-        "string",
+        'cluster_id',
+        'string',
         None,
         False,
         VersionRange(12, 18),
@@ -5529,10 +5415,10 @@ FetchRequest._FIELDS = (
         0,
         True,
     ),
-    FieldInfo("replica_id", "int32", None, False, VersionRange(0, 14), _NONE, _NONE, None, False),
+    FieldInfo('replica_id', 'int32', None, False, VersionRange(0, 14), _NONE, _NONE, None, False),
     FieldInfo(
-        "replica_state",
-        "ReplicaState",
+        'replica_state',
+        'ReplicaState',
         _C_Request__ReplicaState,
         False,
         VersionRange(15, 18),
@@ -5541,15 +5427,15 @@ FetchRequest._FIELDS = (
         1,
         False,
     ),
-    FieldInfo("max_wait_ms", "int32", None, False, VersionRange(0, 18), _NONE, _NONE, None, False),
-    FieldInfo("min_bytes", "int32", None, False, VersionRange(0, 18), _NONE, _NONE, None, False),
-    FieldInfo("max_bytes", "int32", None, False, VersionRange(3, 18), _NONE, _NONE, None, True),
-    FieldInfo("isolation_level", "int8", None, False, VersionRange(4, 18), _NONE, _NONE, None, True),
-    FieldInfo("session_id", "int32", None, False, VersionRange(7, 18), _NONE, _NONE, None, True),
-    FieldInfo("session_epoch", "int32", None, False, VersionRange(7, 18), _NONE, _NONE, None, True),
+    FieldInfo('max_wait_ms', 'int32', None, False, VersionRange(0, 18), _NONE, _NONE, None, False),
+    FieldInfo('min_bytes', 'int32', None, False, VersionRange(0, 18), _NONE, _NONE, None, False),
+    FieldInfo('max_bytes', 'int32', None, False, VersionRange(3, 18), _NONE, _NONE, None, True),
+    FieldInfo('isolation_level', 'int8', None, False, VersionRange(4, 18), _NONE, _NONE, None, True),
+    FieldInfo('session_id', 'int32', None, False, VersionRange(7, 18), _NONE, _NONE, None, True),
+    FieldInfo('session_epoch', 'int32', None, False, VersionRange(7, 18), _NONE, _NONE, None, True),
     FieldInfo(
-        "topics",
-        "FetchTopic",
+        'topics',
+        'FetchTopic',
         _C_Request__FetchTopic,
         True,
         VersionRange(0, 18),
@@ -5559,8 +5445,8 @@ FetchRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "forgotten_topics_data",
-        "ForgottenTopic",
+        'forgotten_topics_data',
+        'ForgottenTopic',
         _C_Request__ForgottenTopic,
         True,
         VersionRange(7, 18),
@@ -5569,22 +5455,22 @@ FetchRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("rack_id", "string", None, False, VersionRange(11, 18), _NONE, _NONE, None, True),
+    FieldInfo('rack_id', 'string', None, False, VersionRange(11, 18), _NONE, _NONE, None, True),
 )
 _C_Request__ReplicaState._FIELDS = (
-    FieldInfo("replica_id", "int32", None, False, VersionRange(15, 18), _NONE, _NONE, None, False),
-    FieldInfo("replica_epoch", "int64", None, False, VersionRange(15, 18), _NONE, _NONE, None, False),
+    FieldInfo('replica_id', 'int32', None, False, VersionRange(15, 18), _NONE, _NONE, None, False),
+    FieldInfo('replica_epoch', 'int64', None, False, VersionRange(15, 18), _NONE, _NONE, None, False),
 )
 _C_Request__FetchPartition._FIELDS = (
-    FieldInfo("partition", "int32", None, False, VersionRange(0, 18), _NONE, _NONE, None, False),
-    FieldInfo("current_leader_epoch", "int32", None, False, VersionRange(9, 18), _NONE, _NONE, None, True),
-    FieldInfo("fetch_offset", "int64", None, False, VersionRange(0, 18), _NONE, _NONE, None, False),
-    FieldInfo("last_fetched_epoch", "int32", None, False, VersionRange(12, 18), _NONE, _NONE, None, False),
-    FieldInfo("log_start_offset", "int64", None, False, VersionRange(5, 18), _NONE, _NONE, None, True),
-    FieldInfo("partition_max_bytes", "int32", None, False, VersionRange(0, 18), _NONE, _NONE, None, False),
+    FieldInfo('partition', 'int32', None, False, VersionRange(0, 18), _NONE, _NONE, None, False),
+    FieldInfo('current_leader_epoch', 'int32', None, False, VersionRange(9, 18), _NONE, _NONE, None, True),
+    FieldInfo('fetch_offset', 'int64', None, False, VersionRange(0, 18), _NONE, _NONE, None, False),
+    FieldInfo('last_fetched_epoch', 'int32', None, False, VersionRange(12, 18), _NONE, _NONE, None, False),
+    FieldInfo('log_start_offset', 'int64', None, False, VersionRange(5, 18), _NONE, _NONE, None, True),
+    FieldInfo('partition_max_bytes', 'int32', None, False, VersionRange(0, 18), _NONE, _NONE, None, False),
     FieldInfo(
-        "replica_directory_id",
-        "uuid",
+        'replica_directory_id',
+        'uuid',
         None,
         False,
         VersionRange(17, 18),
@@ -5594,8 +5480,8 @@ _C_Request__FetchPartition._FIELDS = (
         True,
     ),
     FieldInfo(
-        "high_watermark",
-        "int64",
+        'high_watermark',
+        'int64',
         None,
         False,
         VersionRange(18, 18),
@@ -5606,11 +5492,11 @@ _C_Request__FetchPartition._FIELDS = (
     ),
 )
 _C_Request__FetchTopic._FIELDS = (
-    FieldInfo("topic", "string", None, False, VersionRange(0, 12), _NONE, _NONE, None, True),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(13, 18), _NONE, _NONE, None, True),
+    FieldInfo('topic', 'string', None, False, VersionRange(0, 12), _NONE, _NONE, None, True),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(13, 18), _NONE, _NONE, None, True),
     FieldInfo(
-        "partitions",
-        "FetchPartition",
+        'partitions',
+        'FetchPartition',
         _C_Request__FetchPartition,
         True,
         VersionRange(0, 18),
@@ -5621,9 +5507,9 @@ _C_Request__FetchTopic._FIELDS = (
     ),
 )
 _C_Request__ForgottenTopic._FIELDS = (
-    FieldInfo("topic", "string", None, False, VersionRange(7, 12), _NONE, _NONE, None, True),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(13, 18), _NONE, _NONE, None, True),
-    FieldInfo("partitions", "int32", None, True, VersionRange(7, 18), _NONE, _NONE, None, False),
+    FieldInfo('topic', 'string', None, False, VersionRange(7, 12), _NONE, _NONE, None, True),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(13, 18), _NONE, _NONE, None, True),
+    FieldInfo('partitions', 'int32', None, True, VersionRange(7, 18), _NONE, _NONE, None, False),
 )
 FetchRequest._READERS = {
     0: _r_FetchRequest_0,
@@ -5677,12 +5563,12 @@ _C_Response__FetchableTopicResponse = FetchResponse.FetchableTopicResponse
 _C_Response__NodeEndpoint = FetchResponse.NodeEndpoint
 
 FetchResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(1, 18), _NONE, _NONE, None, True),
-    FieldInfo("error_code", "int16", None, False, VersionRange(7, 18), _NONE, _NONE, None, True),
-    FieldInfo("session_id", "int32", None, False, VersionRange(7, 18), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(1, 18), _NONE, _NONE, None, True),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(7, 18), _NONE, _NONE, None, True),
+    FieldInfo('session_id', 'int32', None, False, VersionRange(7, 18), _NONE, _NONE, None, False),
     FieldInfo(
-        "responses",
-        "FetchableTopicResponse",
+        'responses',
+        'FetchableTopicResponse',
         _C_Response__FetchableTopicResponse,
         True,
         VersionRange(0, 18),
@@ -5692,8 +5578,8 @@ FetchResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "node_endpoints",
-        "NodeEndpoint",
+        'node_endpoints',
+        'NodeEndpoint',
         _C_Response__NodeEndpoint,
         True,
         VersionRange(16, 18),
@@ -5704,30 +5590,30 @@ FetchResponse._FIELDS = (
     ),
 )
 _C_Response__EpochEndOffset._FIELDS = (
-    FieldInfo("epoch", "int32", None, False, VersionRange(12, 18), _NONE, _NONE, None, False),
-    FieldInfo("end_offset", "int64", None, False, VersionRange(12, 18), _NONE, _NONE, None, False),
+    FieldInfo('epoch', 'int32', None, False, VersionRange(12, 18), _NONE, _NONE, None, False),
+    FieldInfo('end_offset', 'int64', None, False, VersionRange(12, 18), _NONE, _NONE, None, False),
 )
 _C_Response__LeaderIdAndEpoch._FIELDS = (
-    FieldInfo("leader_id", "int32", None, False, VersionRange(12, 18), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(12, 18), _NONE, _NONE, None, False),
+    FieldInfo('leader_id', 'int32', None, False, VersionRange(12, 18), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(12, 18), _NONE, _NONE, None, False),
 )
 _C_Response__SnapshotId._FIELDS = (
-    FieldInfo("end_offset", "int64", None, False, VersionRange(12, 18), _NONE, _NONE, None, False),
-    FieldInfo("epoch", "int32", None, False, VersionRange(12, 18), _NONE, _NONE, None, False),
+    FieldInfo('end_offset', 'int64', None, False, VersionRange(12, 18), _NONE, _NONE, None, False),
+    FieldInfo('epoch', 'int32', None, False, VersionRange(12, 18), _NONE, _NONE, None, False),
 )
 _C_Response__AbortedTransaction._FIELDS = (
-    FieldInfo("producer_id", "int64", None, False, VersionRange(4, 18), _NONE, _NONE, None, False),
-    FieldInfo("first_offset", "int64", None, False, VersionRange(4, 18), _NONE, _NONE, None, False),
+    FieldInfo('producer_id', 'int64', None, False, VersionRange(4, 18), _NONE, _NONE, None, False),
+    FieldInfo('first_offset', 'int64', None, False, VersionRange(4, 18), _NONE, _NONE, None, False),
 )
 _C_Response__PartitionData._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 18), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 18), _NONE, _NONE, None, False),
-    FieldInfo("high_watermark", "int64", None, False, VersionRange(0, 18), _NONE, _NONE, None, False),
-    FieldInfo("last_stable_offset", "int64", None, False, VersionRange(4, 18), _NONE, _NONE, None, True),
-    FieldInfo("log_start_offset", "int64", None, False, VersionRange(5, 18), _NONE, _NONE, None, True),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 18), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 18), _NONE, _NONE, None, False),
+    FieldInfo('high_watermark', 'int64', None, False, VersionRange(0, 18), _NONE, _NONE, None, False),
+    FieldInfo('last_stable_offset', 'int64', None, False, VersionRange(4, 18), _NONE, _NONE, None, True),
+    FieldInfo('log_start_offset', 'int64', None, False, VersionRange(5, 18), _NONE, _NONE, None, True),
     FieldInfo(
-        "diverging_epoch",
-        "EpochEndOffset",
+        'diverging_epoch',
+        'EpochEndOffset',
         _C_Response__EpochEndOffset,
         False,
         VersionRange(12, 18),
@@ -5737,8 +5623,8 @@ _C_Response__PartitionData._FIELDS = (
         False,
     ),
     FieldInfo(
-        "current_leader",
-        "LeaderIdAndEpoch",
+        'current_leader',
+        'LeaderIdAndEpoch',
         _C_Response__LeaderIdAndEpoch,
         False,
         VersionRange(12, 18),
@@ -5748,8 +5634,8 @@ _C_Response__PartitionData._FIELDS = (
         False,
     ),
     FieldInfo(
-        "snapshot_id",
-        "SnapshotId",
+        'snapshot_id',
+        'SnapshotId',
         _C_Response__SnapshotId,
         False,
         VersionRange(12, 18),
@@ -5759,8 +5645,8 @@ _C_Response__PartitionData._FIELDS = (
         False,
     ),
     FieldInfo(
-        "aborted_transactions",
-        "AbortedTransaction",
+        'aborted_transactions',
+        'AbortedTransaction',
         _C_Response__AbortedTransaction,
         True,
         VersionRange(4, 18),
@@ -5770,8 +5656,8 @@ _C_Response__PartitionData._FIELDS = (
         True,
     ),
     FieldInfo(
-        "preferred_read_replica",
-        "int32",
+        'preferred_read_replica',
+        'int32',
         None,
         False,
         VersionRange(11, 18),
@@ -5781,8 +5667,8 @@ _C_Response__PartitionData._FIELDS = (
         False,
     ),
     FieldInfo(
-        "records",
-        "records",
+        'records',
+        'records',
         None,
         False,
         VersionRange(0, 18),
@@ -5793,11 +5679,11 @@ _C_Response__PartitionData._FIELDS = (
     ),
 )
 _C_Response__FetchableTopicResponse._FIELDS = (
-    FieldInfo("topic", "string", None, False, VersionRange(0, 12), _NONE, _NONE, None, True),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(13, 18), _NONE, _NONE, None, True),
+    FieldInfo('topic', 'string', None, False, VersionRange(0, 12), _NONE, _NONE, None, True),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(13, 18), _NONE, _NONE, None, True),
     FieldInfo(
-        "partitions",
-        "PartitionData",
+        'partitions',
+        'PartitionData',
         _C_Response__PartitionData,
         True,
         VersionRange(0, 18),
@@ -5808,12 +5694,12 @@ _C_Response__FetchableTopicResponse._FIELDS = (
     ),
 )
 _C_Response__NodeEndpoint._FIELDS = (
-    FieldInfo("node_id", "int32", None, False, VersionRange(16, 18), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(16, 18), _NONE, _NONE, None, False),
-    FieldInfo("port", "int32", None, False, VersionRange(16, 18), _NONE, _NONE, None, False),
+    FieldInfo('node_id', 'int32', None, False, VersionRange(16, 18), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(16, 18), _NONE, _NONE, None, False),
+    FieldInfo('port', 'int32', None, False, VersionRange(16, 18), _NONE, _NONE, None, False),
     FieldInfo(
-        "rack",
-        "string",
+        'rack',
+        'string',
         None,
         False,
         VersionRange(16, 18),

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["FetchSnapshotRequest", "FetchSnapshotResponse"]
+__all__ = ['FetchSnapshotRequest', 'FetchSnapshotResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -33,8 +33,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class FetchSnapshotRequest(KafkaRequest["FetchSnapshotResponse"]):
-    __slots__ = ("cluster_id", "max_bytes", "replica_id", "topics")
+class FetchSnapshotRequest(KafkaRequest['FetchSnapshotResponse']):
+    __slots__ = ('cluster_id', 'max_bytes', 'replica_id', 'topics')
 
     def __init__(
         self,
@@ -50,23 +50,24 @@ class FetchSnapshotRequest(KafkaRequest["FetchSnapshotResponse"]):
         self.topics = [] if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "FetchSnapshotRequest"
+    NAME = 'FetchSnapshotRequest'
     API_KEY = 59
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("controller",)
+    LISTENERS = ('controller',)
 
     class SnapshotId(KafkaStruct):
-        __slots__ = ("end_offset", "epoch")
+        __slots__ = ('end_offset', 'epoch')
 
         def __init__(self, *, end_offset: int = 0, epoch: int = 0) -> None:
             self.end_offset = end_offset
             self.epoch = epoch
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class PartitionSnapshot(KafkaStruct):
-        __slots__ = ("current_leader_epoch", "partition", "position", "replica_directory_id", "snapshot_id")
+        __slots__ = ('current_leader_epoch', 'partition', 'position', 'replica_directory_id', 'snapshot_id')
 
         def __init__(
             self,
@@ -80,14 +81,17 @@ class FetchSnapshotRequest(KafkaRequest["FetchSnapshotResponse"]):
             self.partition = partition
             self.current_leader_epoch = current_leader_epoch
             self.snapshot_id = (
-                FetchSnapshotRequest.SnapshotId() if snapshot_id is _wire.DEFAULT else snapshot_id
+                FetchSnapshotRequest.SnapshotId()
+                if snapshot_id is _wire.DEFAULT
+                else snapshot_id
             )
             self.position = position
             self.replica_directory_id = replica_directory_id
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopicSnapshot(KafkaStruct):
-        __slots__ = ("name", "partitions")
+        __slots__ = ('name', 'partitions')
 
         def __init__(
             self,
@@ -101,7 +105,7 @@ class FetchSnapshotRequest(KafkaRequest["FetchSnapshotResponse"]):
 
 
 class FetchSnapshotResponse(KafkaMessage):
-    __slots__ = ("error_code", "node_endpoints", "throttle_time_ms", "topics")
+    __slots__ = ('error_code', 'node_endpoints', 'throttle_time_ms', 'topics')
 
     def __init__(
         self,
@@ -117,37 +121,39 @@ class FetchSnapshotResponse(KafkaMessage):
         self.node_endpoints = _wire.KeyedList() if node_endpoints is _wire.DEFAULT else node_endpoints
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "FetchSnapshotResponse"
+    NAME = 'FetchSnapshotResponse'
     API_KEY = 59
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class SnapshotId(KafkaStruct):
-        __slots__ = ("end_offset", "epoch")
+        __slots__ = ('end_offset', 'epoch')
 
         def __init__(self, *, end_offset: int = 0, epoch: int = 0) -> None:
             self.end_offset = end_offset
             self.epoch = epoch
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class LeaderIdAndEpoch(KafkaStruct):
-        __slots__ = ("leader_epoch", "leader_id")
+        __slots__ = ('leader_epoch', 'leader_id')
 
         def __init__(self, *, leader_id: int = 0, leader_epoch: int = 0) -> None:
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class PartitionSnapshot(KafkaStruct):
         __slots__ = (
-            "current_leader",
-            "error_code",
-            "index",
-            "position",
-            "size",
-            "snapshot_id",
-            "unaligned_records",
+            'current_leader',
+            'error_code',
+            'index',
+            'position',
+            'size',
+            'snapshot_id',
+            'unaligned_records',
         )
 
         def __init__(
@@ -164,7 +170,9 @@ class FetchSnapshotResponse(KafkaMessage):
             self.index = index
             self.error_code = error_code
             self.snapshot_id = (
-                FetchSnapshotResponse.SnapshotId() if snapshot_id is _wire.DEFAULT else snapshot_id
+                FetchSnapshotResponse.SnapshotId()
+                if snapshot_id is _wire.DEFAULT
+                else snapshot_id
             )
             self.current_leader = (
                 FetchSnapshotResponse.LeaderIdAndEpoch()
@@ -176,8 +184,9 @@ class FetchSnapshotResponse(KafkaMessage):
             self.unaligned_records = unaligned_records
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopicSnapshot(KafkaStruct):
-        __slots__ = ("name", "partitions")
+        __slots__ = ('name', 'partitions')
 
         def __init__(
             self,
@@ -189,8 +198,9 @@ class FetchSnapshotResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class NodeEndpoint(KafkaStruct):
-        __slots__ = ("host", "node_id", "port")
+        __slots__ = ('host', 'node_id', 'port')
 
         def __init__(self, *, node_id: int = 0, host: str = "", port: int = 0) -> None:
             self.node_id = node_id
@@ -198,7 +208,7 @@ class FetchSnapshotResponse(KafkaMessage):
             self.port = port
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("node_id",)
+        MAP_KEY = ('node_id',)
 
 
 FetchSnapshotRequest.RESPONSE_CLASS = FetchSnapshotResponse
@@ -215,10 +225,7 @@ def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
     u6: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_replica_id,
-            s1_max_bytes,
-        ) = _F_ii.unpack_from(buf, pos)
+        (s1_replica_id, s1_max_bytes,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         n = buf[pos] - 1
         if n < 0x7F:
@@ -251,16 +258,9 @@ def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition,
-                            s5_current_leader_epoch,
-                        ) = _F_ii.unpack_from(buf, pos)
+                        (s5_partition, s5_current_leader_epoch,) = _F_ii.unpack_from(buf, pos)
                         pos += 8
-                        (
-                            s6_end_offset,
-                            s6_epoch,
-                            t6,
-                        ) = _F_qiB.unpack_from(buf, pos)
+                        (s6_end_offset, s6_epoch, t6,) = _F_qiB.unpack_from(buf, pos)
                         pos += 13
                         u6 = _NO_TAGS
                         if t6:
@@ -278,10 +278,7 @@ def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                         o6.epoch = s6_epoch
                         o6._unknown_tags = u6
                         s5_snapshot_id = o6
-                        (
-                            s5_position,
-                            t5,
-                        ) = _F_qB.unpack_from(buf, pos)
+                        (s5_position, t5,) = _F_qB.unpack_from(buf, pos)
                         pos += 9
                         u5 = _NO_TAGS
                         if t5:
@@ -407,10 +404,7 @@ def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
     u6: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_replica_id,
-            s1_max_bytes,
-        ) = _F_ii.unpack_from(buf, pos)
+        (s1_replica_id, s1_max_bytes,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         n = buf[pos] - 1
         if n < 0x7F:
@@ -443,16 +437,9 @@ def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition,
-                            s5_current_leader_epoch,
-                        ) = _F_ii.unpack_from(buf, pos)
+                        (s5_partition, s5_current_leader_epoch,) = _F_ii.unpack_from(buf, pos)
                         pos += 8
-                        (
-                            s6_end_offset,
-                            s6_epoch,
-                            t6,
-                        ) = _F_qiB.unpack_from(buf, pos)
+                        (s6_end_offset, s6_epoch, t6,) = _F_qiB.unpack_from(buf, pos)
                         pos += 13
                         u6 = _NO_TAGS
                         if t6:
@@ -729,10 +716,7 @@ def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
     u7: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -765,16 +749,9 @@ def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_index,
-                            s5_error_code,
-                        ) = _F_ih.unpack_from(buf, pos)
+                        (s5_index, s5_error_code,) = _F_ih.unpack_from(buf, pos)
                         pos += 6
-                        (
-                            s6_end_offset,
-                            s6_epoch,
-                            t6,
-                        ) = _F_qiB.unpack_from(buf, pos)
+                        (s6_end_offset, s6_epoch, t6,) = _F_qiB.unpack_from(buf, pos)
                         pos += 13
                         u6 = _NO_TAGS
                         if t6:
@@ -792,10 +769,7 @@ def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                         o6.epoch = s6_epoch
                         o6._unknown_tags = u6
                         s5_snapshot_id = o6
-                        (
-                            s5_size,
-                            s5_position,
-                        ) = _F_qq.unpack_from(buf, pos)
+                        (s5_size, s5_position,) = _F_qq.unpack_from(buf, pos)
                         pos += 16
                         s5_unaligned_records, pos = _wire.read_compact_bytes(buf, pos)
                         if s5_unaligned_records is None:
@@ -810,11 +784,7 @@ def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
                                 if tag5 == 0:
-                                    (
-                                        s7_leader_id,
-                                        s7_leader_epoch,
-                                        t7,
-                                    ) = _F_iiB.unpack_from(buf, pos)
+                                    (s7_leader_id, s7_leader_epoch, t7,) = _F_iiB.unpack_from(buf, pos)
                                     pos += 9
                                     u7 = _NO_TAGS
                                     if t7:
@@ -934,10 +904,7 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
     u9: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -970,16 +937,9 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_index,
-                            s5_error_code,
-                        ) = _F_ih.unpack_from(buf, pos)
+                        (s5_index, s5_error_code,) = _F_ih.unpack_from(buf, pos)
                         pos += 6
-                        (
-                            s6_end_offset,
-                            s6_epoch,
-                            t6,
-                        ) = _F_qiB.unpack_from(buf, pos)
+                        (s6_end_offset, s6_epoch, t6,) = _F_qiB.unpack_from(buf, pos)
                         pos += 13
                         u6 = _NO_TAGS
                         if t6:
@@ -997,10 +957,7 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                         o6.epoch = s6_epoch
                         o6._unknown_tags = u6
                         s5_snapshot_id = o6
-                        (
-                            s5_size,
-                            s5_position,
-                        ) = _F_qq.unpack_from(buf, pos)
+                        (s5_size, s5_position,) = _F_qq.unpack_from(buf, pos)
                         pos += 16
                         s5_unaligned_records, pos = _wire.read_compact_bytes(buf, pos)
                         if s5_unaligned_records is None:
@@ -1015,11 +972,7 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
                                 if tag5 == 0:
-                                    (
-                                        s7_leader_id,
-                                        s7_leader_epoch,
-                                        t7,
-                                    ) = _F_iiB.unpack_from(buf, pos)
+                                    (s7_leader_id, s7_leader_epoch, t7,) = _F_iiB.unpack_from(buf, pos)
                                     pos += 9
                                     u7 = _NO_TAGS
                                     if t7:
@@ -1096,10 +1049,7 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                         s1_node_endpoints = _wire.KeyedList()
                         add8 = s1_node_endpoints.append
                         for _ in range(n):
-                            (
-                                s9_node_id,
-                                size,
-                            ) = _F_iB.unpack_from(buf, pos)
+                            (s9_node_id, size,) = _F_iB.unpack_from(buf, pos)
                             pos += 4
                             if 0 < size < 0x80:
                                 stop = pos + size
@@ -1112,10 +1062,7 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                                 pos = stop
                             else:
                                 s9_host, pos = _wire.read_compact_text(buf, pos, "host")
-                            (
-                                s9_port,
-                                t9,
-                            ) = _F_HB.unpack_from(buf, pos)
+                            (s9_port, t9,) = _F_HB.unpack_from(buf, pos)
                             pos += 3
                             u9 = _NO_TAGS
                             if t9:
@@ -1304,8 +1251,8 @@ _C_Request__TopicSnapshot = FetchSnapshotRequest.TopicSnapshot
 
 FetchSnapshotRequest._FIELDS = (
     FieldInfo(
-        "cluster_id",
-        "string",
+        'cluster_id',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -1314,11 +1261,11 @@ FetchSnapshotRequest._FIELDS = (
         0,
         False,
     ),
-    FieldInfo("replica_id", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("max_bytes", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('replica_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('max_bytes', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "TopicSnapshot",
+        'topics',
+        'TopicSnapshot',
         _C_Request__TopicSnapshot,
         True,
         VersionRange(0, 1),
@@ -1329,15 +1276,15 @@ FetchSnapshotRequest._FIELDS = (
     ),
 )
 _C_Request__SnapshotId._FIELDS = (
-    FieldInfo("end_offset", "int64", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('end_offset', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 _C_Request__PartitionSnapshot._FIELDS = (
-    FieldInfo("partition", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("current_leader_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('partition', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('current_leader_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "snapshot_id",
-        "SnapshotId",
+        'snapshot_id',
+        'SnapshotId',
         _C_Request__SnapshotId,
         False,
         VersionRange(0, 1),
@@ -1346,10 +1293,10 @@ _C_Request__PartitionSnapshot._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("position", "int64", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('position', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "replica_directory_id",
-        "uuid",
+        'replica_directory_id',
+        'uuid',
         None,
         False,
         VersionRange(1, 1),
@@ -1360,10 +1307,10 @@ _C_Request__PartitionSnapshot._FIELDS = (
     ),
 )
 _C_Request__TopicSnapshot._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionSnapshot",
+        'partitions',
+        'PartitionSnapshot',
         _C_Request__PartitionSnapshot,
         True,
         VersionRange(0, 1),
@@ -1383,11 +1330,11 @@ _C_Response__TopicSnapshot = FetchSnapshotResponse.TopicSnapshot
 _C_Response__NodeEndpoint = FetchSnapshotResponse.NodeEndpoint
 
 FetchSnapshotResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, True),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, True),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "TopicSnapshot",
+        'topics',
+        'TopicSnapshot',
         _C_Response__TopicSnapshot,
         True,
         VersionRange(0, 1),
@@ -1397,8 +1344,8 @@ FetchSnapshotResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "node_endpoints",
-        "NodeEndpoint",
+        'node_endpoints',
+        'NodeEndpoint',
         _C_Response__NodeEndpoint,
         True,
         VersionRange(1, 1),
@@ -1409,19 +1356,19 @@ FetchSnapshotResponse._FIELDS = (
     ),
 )
 _C_Response__SnapshotId._FIELDS = (
-    FieldInfo("end_offset", "int64", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('end_offset', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 _C_Response__LeaderIdAndEpoch._FIELDS = (
-    FieldInfo("leader_id", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 _C_Response__PartitionSnapshot._FIELDS = (
-    FieldInfo("index", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('index', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "snapshot_id",
-        "SnapshotId",
+        'snapshot_id',
+        'SnapshotId',
         _C_Response__SnapshotId,
         False,
         VersionRange(0, 1),
@@ -1431,8 +1378,8 @@ _C_Response__PartitionSnapshot._FIELDS = (
         False,
     ),
     FieldInfo(
-        "current_leader",
-        "LeaderIdAndEpoch",
+        'current_leader',
+        'LeaderIdAndEpoch',
         _C_Response__LeaderIdAndEpoch,
         False,
         VersionRange(0, 1),
@@ -1441,15 +1388,15 @@ _C_Response__PartitionSnapshot._FIELDS = (
         0,
         False,
     ),
-    FieldInfo("size", "int64", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("position", "int64", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("unaligned_records", "records", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('size', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('position', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('unaligned_records', 'records', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 _C_Response__TopicSnapshot._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionSnapshot",
+        'partitions',
+        'PartitionSnapshot',
         _C_Response__PartitionSnapshot,
         True,
         VersionRange(0, 1),
@@ -1460,9 +1407,9 @@ _C_Response__TopicSnapshot._FIELDS = (
     ),
 )
 _C_Response__NodeEndpoint._FIELDS = (
-    FieldInfo("node_id", "int32", None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
-    FieldInfo("port", "uint16", None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
+    FieldInfo('node_id', 'int32', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
+    FieldInfo('port', 'uint16', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
 )
 FetchSnapshotResponse._READERS = {0: _r_FetchSnapshotResponse_0, 1: _r_FetchSnapshotResponse_1}
 FetchSnapshotResponse._WRITERS = {0: _w_FetchSnapshotResponse_0, 1: _w_FetchSnapshotResponse_1}

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["FindCoordinatorRequest", "FindCoordinatorResponse"]
+__all__ = ['FindCoordinatorRequest', 'FindCoordinatorResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -23,8 +23,8 @@ _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class FindCoordinatorRequest(KafkaRequest["FindCoordinatorResponse"]):
-    __slots__ = ("coordinator_keys", "key", "key_type")
+class FindCoordinatorRequest(KafkaRequest['FindCoordinatorResponse']):
+    __slots__ = ('coordinator_keys', 'key', 'key_type')
 
     def __init__(
         self,
@@ -38,17 +38,16 @@ class FindCoordinatorRequest(KafkaRequest["FindCoordinatorResponse"]):
         self.coordinator_keys = [] if coordinator_keys is _wire.DEFAULT else coordinator_keys
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "FindCoordinatorRequest"
+    NAME = 'FindCoordinatorRequest'
     API_KEY = 10
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 6)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 0)
-    LISTENERS = ("broker",)
-
+    LISTENERS = ('broker',)
 
 class FindCoordinatorResponse(KafkaMessage):
-    __slots__ = ("coordinators", "error_code", "error_message", "host", "node_id", "port", "throttle_time_ms")
+    __slots__ = ('coordinators', 'error_code', 'error_message', 'host', 'node_id', 'port', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -70,14 +69,14 @@ class FindCoordinatorResponse(KafkaMessage):
         self.coordinators = [] if coordinators is _wire.DEFAULT else coordinators
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "FindCoordinatorResponse"
+    NAME = 'FindCoordinatorResponse'
     API_KEY = 10
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 6)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
 
     class Coordinator(KafkaStruct):
-        __slots__ = ("error_code", "error_message", "host", "key", "node_id", "port")
+        __slots__ = ('error_code', 'error_message', 'host', 'key', 'node_id', 'port')
 
         def __init__(
             self,
@@ -96,6 +95,7 @@ class FindCoordinatorResponse(KafkaMessage):
             self.error_code = error_code
             self.error_message = error_message
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 FindCoordinatorRequest.RESPONSE_CLASS = FindCoordinatorResponse
@@ -197,10 +197,7 @@ def _r_FindCoordinatorRequest_2(buf: Any, pos: int) -> tuple[FindCoordinatorRequ
             pos = stop
         else:
             s1_key, pos = _wire.read_compact_text(buf, pos, "key")
-        (
-            s1_key_type,
-            t1,
-        ) = _F_bB.unpack_from(buf, pos)
+        (s1_key_type, t1,) = _F_bB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -334,10 +331,7 @@ def _w_FindCoordinatorRequest_3(out: bytearray, o: FindCoordinatorRequest) -> No
 def _r_FindCoordinatorResponse_0(buf: Any, pos: int) -> tuple[FindCoordinatorResponse, int]:
     try:
         buflen = len(buf)
-        (
-            s1_error_code,
-            s1_node_id,
-        ) = _F_hi.unpack_from(buf, pos)
+        (s1_error_code, s1_node_id,) = _F_hi.unpack_from(buf, pos)
         pos += 6
         size = buf[pos] << 8 | buf[pos + 1]
         if size < 0x8000:
@@ -385,10 +379,7 @@ def _r_FindCoordinatorResponse_1(buf: Any, pos: int) -> tuple[FindCoordinatorRes
     s1_error_message: str | None
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         size = buf[pos] << 8 | buf[pos + 1]
         if size < 0x8000:
@@ -451,11 +442,7 @@ def _r_FindCoordinatorResponse_2(buf: Any, pos: int) -> tuple[FindCoordinatorRes
     u1: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -468,10 +455,7 @@ def _r_FindCoordinatorResponse_2(buf: Any, pos: int) -> tuple[FindCoordinatorRes
             pos += 1
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_node_id,
-            size,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_node_id, size,) = _F_iB.unpack_from(buf, pos)
         pos += 4
         if 0 < size < 0x80:
             stop = pos + size
@@ -481,10 +465,7 @@ def _r_FindCoordinatorResponse_2(buf: Any, pos: int) -> tuple[FindCoordinatorRes
             pos = stop
         else:
             s1_host, pos = _wire.read_compact_text(buf, pos, "host")
-        (
-            s1_port,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_port, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -572,10 +553,7 @@ def _r_FindCoordinatorResponse_3(buf: Any, pos: int) -> tuple[FindCoordinatorRes
                     pos = stop
                 else:
                     s3_key, pos = _wire.read_compact_text(buf, pos, "key")
-                (
-                    s3_node_id,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_node_id, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -585,11 +563,7 @@ def _r_FindCoordinatorResponse_3(buf: Any, pos: int) -> tuple[FindCoordinatorRes
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    s3_error_code,
-                    size,
-                ) = _F_ihB.unpack_from(buf, pos)
+                (s3_port, s3_error_code, size,) = _F_ihB.unpack_from(buf, pos)
                 pos += 6
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -718,10 +692,11 @@ def _w_FindCoordinatorResponse__Coordinator_0(out: bytearray, o: FindCoordinator
         raise EncodeError(f"cannot write Coordinator: {exc}") from None
 
 
+
 FindCoordinatorRequest._FIELDS = (
-    FieldInfo("key", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("key_type", "int8", None, False, VersionRange(1, 6), _NONE, _NONE, None, False),
-    FieldInfo("coordinator_keys", "string", None, True, VersionRange(4, 6), _NONE, _NONE, None, False),
+    FieldInfo('key', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('key_type', 'int8', None, False, VersionRange(1, 6), _NONE, _NONE, None, False),
+    FieldInfo('coordinator_keys', 'string', None, True, VersionRange(4, 6), _NONE, _NONE, None, False),
 )
 FindCoordinatorRequest._READERS = {
     0: _r_FindCoordinatorRequest_0,
@@ -745,11 +720,11 @@ FindCoordinatorRequest._WRITERS = {
 _C_Response__Coordinator = FindCoordinatorResponse.Coordinator
 
 FindCoordinatorResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(1, 6), _NONE, _NONE, None, True),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(1, 6), _NONE, _NONE, None, True),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(1, 3),
@@ -758,12 +733,12 @@ FindCoordinatorResponse._FIELDS = (
         None,
         True,
     ),
-    FieldInfo("node_id", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
-    FieldInfo("port", "int32", None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('node_id', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
+    FieldInfo('port', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo(
-        "coordinators",
-        "Coordinator",
+        'coordinators',
+        'Coordinator',
         _C_Response__Coordinator,
         True,
         VersionRange(4, 6),
@@ -774,14 +749,14 @@ FindCoordinatorResponse._FIELDS = (
     ),
 )
 _C_Response__Coordinator._FIELDS = (
-    FieldInfo("key", "string", None, False, VersionRange(4, 6), _NONE, _NONE, None, False),
-    FieldInfo("node_id", "int32", None, False, VersionRange(4, 6), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(4, 6), _NONE, _NONE, None, False),
-    FieldInfo("port", "int32", None, False, VersionRange(4, 6), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(4, 6), _NONE, _NONE, None, False),
+    FieldInfo('key', 'string', None, False, VersionRange(4, 6), _NONE, _NONE, None, False),
+    FieldInfo('node_id', 'int32', None, False, VersionRange(4, 6), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(4, 6), _NONE, _NONE, None, False),
+    FieldInfo('port', 'int32', None, False, VersionRange(4, 6), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(4, 6), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(4, 6),

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["GetTelemetrySubscriptionsRequest", "GetTelemetrySubscriptionsResponse"]
+__all__ = ['GetTelemetrySubscriptionsRequest', 'GetTelemetrySubscriptionsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -28,32 +28,31 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class GetTelemetrySubscriptionsRequest(KafkaRequest["GetTelemetrySubscriptionsResponse"]):
-    __slots__ = ("client_instance_id",)
+class GetTelemetrySubscriptionsRequest(KafkaRequest['GetTelemetrySubscriptionsResponse']):
+    __slots__ = ('client_instance_id',)
 
     def __init__(self, *, client_instance_id: uuid.UUID = _wire.ZERO_UUID) -> None:
         self.client_instance_id = client_instance_id
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "GetTelemetrySubscriptionsRequest"
+    NAME = 'GetTelemetrySubscriptionsRequest'
     API_KEY = 71
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
-
+    LISTENERS = ('broker',)
 
 class GetTelemetrySubscriptionsResponse(KafkaMessage):
     __slots__ = (
-        "accepted_compression_types",
-        "client_instance_id",
-        "delta_temporality",
-        "error_code",
-        "push_interval_ms",
-        "requested_metrics",
-        "subscription_id",
-        "telemetry_max_bytes",
-        "throttle_time_ms",
+        'accepted_compression_types',
+        'client_instance_id',
+        'delta_temporality',
+        'error_code',
+        'push_interval_ms',
+        'requested_metrics',
+        'subscription_id',
+        'telemetry_max_bytes',
+        'throttle_time_ms',
     )
 
     def __init__(
@@ -74,7 +73,9 @@ class GetTelemetrySubscriptionsResponse(KafkaMessage):
         self.client_instance_id = client_instance_id
         self.subscription_id = subscription_id
         self.accepted_compression_types = (
-            [] if accepted_compression_types is _wire.DEFAULT else accepted_compression_types
+            []
+            if accepted_compression_types is _wire.DEFAULT
+            else accepted_compression_types
         )
         self.push_interval_ms = push_interval_ms
         self.telemetry_max_bytes = telemetry_max_bytes
@@ -82,9 +83,9 @@ class GetTelemetrySubscriptionsResponse(KafkaMessage):
         self.requested_metrics = [] if requested_metrics is _wire.DEFAULT else requested_metrics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "GetTelemetrySubscriptionsResponse"
+    NAME = 'GetTelemetrySubscriptionsResponse'
     API_KEY = 71
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -146,10 +147,7 @@ def _r_GetTelemetrySubscriptionsResponse_0(
     u1: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         stop = pos + 16
         if stop > buflen:
@@ -158,10 +156,7 @@ def _r_GetTelemetrySubscriptionsResponse_0(
         _set(s1_client_instance_id, "int", _from_bytes(buf[pos:stop]))
         _set(s1_client_instance_id, "is_safe", _UUID_SAFE)
         pos = stop
-        (
-            s1_subscription_id,
-            c,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_subscription_id, c,) = _F_iB.unpack_from(buf, pos)
         pos += 4
         if c == 1:  # empty (offline replicas, mostly): no unpack
             s1_accepted_compression_types = []
@@ -184,11 +179,7 @@ def _r_GetTelemetrySubscriptionsResponse_0(
                     pos = stop
                 else:
                     s1_accepted_compression_types, pos = _wire.read_int_array(buf, pos, n, "b", 1)
-        (
-            s1_push_interval_ms,
-            s1_telemetry_max_bytes,
-            s1_delta_temporality,
-        ) = _F_iio.unpack_from(buf, pos)
+        (s1_push_interval_ms, s1_telemetry_max_bytes, s1_delta_temporality,) = _F_iio.unpack_from(buf, pos)
         pos += 9
         n = buf[pos] - 1
         if n < 0x7F:
@@ -285,21 +276,22 @@ def _w_GetTelemetrySubscriptionsResponse_0(out: bytearray, o: GetTelemetrySubscr
         raise EncodeError(f"cannot write GetTelemetrySubscriptionsResponse: {exc}") from None
 
 
+
 GetTelemetrySubscriptionsRequest._FIELDS = (
-    FieldInfo("client_instance_id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('client_instance_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 GetTelemetrySubscriptionsRequest._READERS = {0: _r_GetTelemetrySubscriptionsRequest_0}
 GetTelemetrySubscriptionsRequest._WRITERS = {0: _w_GetTelemetrySubscriptionsRequest_0}
 
 
 GetTelemetrySubscriptionsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("client_instance_id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("subscription_id", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('client_instance_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('subscription_id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "accepted_compression_types",
-        "int8",
+        'accepted_compression_types',
+        'int8',
         None,
         True,
         VersionRange(0, 0),
@@ -308,10 +300,10 @@ GetTelemetrySubscriptionsResponse._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("push_interval_ms", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("telemetry_max_bytes", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("delta_temporality", "bool", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("requested_metrics", "string", None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('push_interval_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('telemetry_max_bytes', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('delta_temporality', 'bool', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('requested_metrics', 'string', None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 GetTelemetrySubscriptionsResponse._READERS = {0: _r_GetTelemetrySubscriptionsResponse_0}
 GetTelemetrySubscriptionsResponse._WRITERS = {0: _w_GetTelemetrySubscriptionsResponse_0}

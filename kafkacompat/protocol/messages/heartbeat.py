@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["HeartbeatRequest", "HeartbeatResponse"]
+__all__ = ['HeartbeatRequest', 'HeartbeatResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -21,8 +21,8 @@ _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class HeartbeatRequest(KafkaRequest["HeartbeatResponse"]):
-    __slots__ = ("generation_id", "group_id", "group_instance_id", "member_id")
+class HeartbeatRequest(KafkaRequest['HeartbeatResponse']):
+    __slots__ = ('generation_id', 'group_id', 'group_instance_id', 'member_id')
 
     def __init__(
         self,
@@ -38,25 +38,24 @@ class HeartbeatRequest(KafkaRequest["HeartbeatResponse"]):
         self.group_instance_id = group_instance_id
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "HeartbeatRequest"
+    NAME = 'HeartbeatRequest'
     API_KEY = 12
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 4)
     FLEXIBLE_VERSIONS = VersionRange(4, 32767)
-    LISTENERS = ("broker",)
-
+    LISTENERS = ('broker',)
 
 class HeartbeatResponse(KafkaMessage):
-    __slots__ = ("error_code", "throttle_time_ms")
+    __slots__ = ('error_code', 'throttle_time_ms')
 
     def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "HeartbeatResponse"
+    NAME = 'HeartbeatResponse'
     API_KEY = 12
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 4)
     FLEXIBLE_VERSIONS = VersionRange(4, 32767)
 
@@ -202,10 +201,7 @@ def _r_HeartbeatRequest_2(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        (
-            s1_generation_id,
-            size,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_generation_id, size,) = _F_iB.unpack_from(buf, pos)
         pos += 4
         if 0 < size < 0x80:
             stop = pos + size
@@ -309,10 +305,7 @@ def _w_HeartbeatResponse_0(out: bytearray, o: HeartbeatResponse) -> None:
 
 def _r_HeartbeatResponse_1(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
     try:
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         o1 = _new(HeartbeatResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
@@ -333,11 +326,7 @@ def _w_HeartbeatResponse_1(out: bytearray, o: HeartbeatResponse) -> None:
 def _r_HeartbeatResponse_2(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            t1,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, t1,) = _F_ihB.unpack_from(buf, pos)
         pos += 7
         u1 = _NO_TAGS
         if t1:
@@ -370,13 +359,14 @@ def _w_HeartbeatResponse_2(out: bytearray, o: HeartbeatResponse) -> None:
         raise EncodeError(f"cannot write HeartbeatResponse: {exc}") from None
 
 
+
 HeartbeatRequest._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("generation_id", "int32", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("member_id", "string", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('generation_id', 'int32', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('member_id', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
     FieldInfo(
-        "group_instance_id",
-        "string",
+        'group_instance_id',
+        'string',
         None,
         False,
         VersionRange(3, 4),
@@ -403,8 +393,8 @@ HeartbeatRequest._WRITERS = {
 
 
 HeartbeatResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(1, 4), _NONE, _NONE, None, True),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(1, 4), _NONE, _NONE, None, True),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
 )
 HeartbeatResponse._READERS = {
     0: _r_HeartbeatResponse_0,

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["IncrementalAlterConfigsRequest", "IncrementalAlterConfigsResponse"]
+__all__ = ['IncrementalAlterConfigsRequest', 'IncrementalAlterConfigsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -23,8 +23,8 @@ _F_i = struct.Struct(">i")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class IncrementalAlterConfigsRequest(KafkaRequest["IncrementalAlterConfigsResponse"]):
-    __slots__ = ("resources", "validate_only")
+class IncrementalAlterConfigsRequest(KafkaRequest['IncrementalAlterConfigsResponse']):
+    __slots__ = ('resources', 'validate_only')
 
     def __init__(
         self,
@@ -36,15 +36,15 @@ class IncrementalAlterConfigsRequest(KafkaRequest["IncrementalAlterConfigsRespon
         self.validate_only = validate_only
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "IncrementalAlterConfigsRequest"
+    NAME = 'IncrementalAlterConfigsRequest'
     API_KEY = 44
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(1, 32767)
-    LISTENERS = ("broker", "controller")
+    LISTENERS = ('broker', 'controller')
 
     class AlterableConfig(KafkaStruct):
-        __slots__ = ("config_operation", "name", "value")
+        __slots__ = ('config_operation', 'name', 'value')
 
         def __init__(self, *, name: str = "", config_operation: int = 0, value: str | None = "") -> None:
             self.name = name
@@ -52,10 +52,10 @@ class IncrementalAlterConfigsRequest(KafkaRequest["IncrementalAlterConfigsRespon
             self.value = value
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name", "config_operation")
+        MAP_KEY = ('name', 'config_operation')
 
     class AlterConfigsResource(KafkaStruct):
-        __slots__ = ("configs", "resource_name", "resource_type")
+        __slots__ = ('configs', 'resource_name', 'resource_type')
 
         def __init__(
             self,
@@ -69,11 +69,10 @@ class IncrementalAlterConfigsRequest(KafkaRequest["IncrementalAlterConfigsRespon
             self.configs = _wire.KeyedList() if configs is _wire.DEFAULT else configs
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("resource_type", "resource_name")
-
+        MAP_KEY = ('resource_type', 'resource_name')
 
 class IncrementalAlterConfigsResponse(KafkaMessage):
-    __slots__ = ("responses", "throttle_time_ms")
+    __slots__ = ('responses', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -85,14 +84,14 @@ class IncrementalAlterConfigsResponse(KafkaMessage):
         self.responses = [] if responses is _wire.DEFAULT else responses
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "IncrementalAlterConfigsResponse"
+    NAME = 'IncrementalAlterConfigsResponse'
     API_KEY = 44
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(1, 32767)
 
     class AlterConfigsResourceResponse(KafkaStruct):
-        __slots__ = ("error_code", "error_message", "resource_name", "resource_type")
+        __slots__ = ('error_code', 'error_message', 'resource_name', 'resource_type')
 
         def __init__(
             self,
@@ -107,6 +106,7 @@ class IncrementalAlterConfigsResponse(KafkaMessage):
             self.resource_type = resource_type
             self.resource_name = resource_name
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 IncrementalAlterConfigsRequest.RESPONSE_CLASS = IncrementalAlterConfigsResponse
@@ -226,10 +226,7 @@ def _r_IncrementalAlterConfigsRequest_1(buf: Any, pos: int) -> tuple[Incremental
             s1_resources = _wire.KeyedList()
             add2 = s1_resources.append
             for _ in range(n):
-                (
-                    s3_resource_type,
-                    size,
-                ) = _F_bB.unpack_from(buf, pos)
+                (s3_resource_type, size,) = _F_bB.unpack_from(buf, pos)
                 pos += 1
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -259,10 +256,7 @@ def _r_IncrementalAlterConfigsRequest_1(buf: Any, pos: int) -> tuple[Incremental
                             pos = stop
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
-                        (
-                            s5_config_operation,
-                            size,
-                        ) = _F_bB.unpack_from(buf, pos)
+                        (s5_config_operation, size,) = _F_bB.unpack_from(buf, pos)
                         pos += 1
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -311,10 +305,7 @@ def _r_IncrementalAlterConfigsRequest_1(buf: Any, pos: int) -> tuple[Incremental
                 o3.configs = s3_configs
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_validate_only,
-            t1,
-        ) = _F_oB.unpack_from(buf, pos)
+        (s1_validate_only, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -555,10 +546,7 @@ def _r_IncrementalAlterConfigsResponse_1(buf: Any, pos: int) -> tuple[Incrementa
             s1_responses = []
             add2 = s1_responses.append
             for _ in range(n):
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -571,10 +559,7 @@ def _r_IncrementalAlterConfigsResponse_1(buf: Any, pos: int) -> tuple[Incrementa
                     pos += 1
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
-                (
-                    s3_resource_type,
-                    size,
-                ) = _F_bB.unpack_from(buf, pos)
+                (s3_resource_type, size,) = _F_bB.unpack_from(buf, pos)
                 pos += 1
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -702,8 +687,8 @@ _C_Request__AlterConfigsResource = IncrementalAlterConfigsRequest.AlterConfigsRe
 
 IncrementalAlterConfigsRequest._FIELDS = (
     FieldInfo(
-        "resources",
-        "AlterConfigsResource",
+        'resources',
+        'AlterConfigsResource',
         _C_Request__AlterConfigsResource,
         True,
         VersionRange(0, 1),
@@ -712,19 +697,19 @@ IncrementalAlterConfigsRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("validate_only", "bool", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('validate_only', 'bool', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 _C_Request__AlterableConfig._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("config_operation", "int8", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("value", "string", None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('config_operation', 'int8', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('value', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False),
 )
 _C_Request__AlterConfigsResource._FIELDS = (
-    FieldInfo("resource_type", "int8", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("resource_name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('resource_type', 'int8', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('resource_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "configs",
-        "AlterableConfig",
+        'configs',
+        'AlterableConfig',
         _C_Request__AlterableConfig,
         True,
         VersionRange(0, 1),
@@ -746,10 +731,10 @@ IncrementalAlterConfigsRequest._WRITERS = {
 _C_Response__AlterConfigsResourceResponse = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
 
 IncrementalAlterConfigsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "responses",
-        "AlterConfigsResourceResponse",
+        'responses',
+        'AlterConfigsResourceResponse',
         _C_Response__AlterConfigsResourceResponse,
         True,
         VersionRange(0, 1),
@@ -760,10 +745,10 @@ IncrementalAlterConfigsResponse._FIELDS = (
     ),
 )
 _C_Response__AlterConfigsResourceResponse._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -772,8 +757,8 @@ _C_Response__AlterConfigsResourceResponse._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("resource_type", "int8", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("resource_name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('resource_type', 'int8', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('resource_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 IncrementalAlterConfigsResponse._READERS = {
     0: _r_IncrementalAlterConfigsResponse_0,

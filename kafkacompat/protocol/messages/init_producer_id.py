@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["InitProducerIdRequest", "InitProducerIdResponse"]
+__all__ = ['InitProducerIdRequest', 'InitProducerIdResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -26,14 +26,14 @@ _F_iqhB = struct.Struct(">iqhB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class InitProducerIdRequest(KafkaRequest["InitProducerIdResponse"]):
+class InitProducerIdRequest(KafkaRequest['InitProducerIdResponse']):
     __slots__ = (
-        "enable2_pc",
-        "keep_prepared_txn",
-        "producer_epoch",
-        "producer_id",
-        "transaction_timeout_ms",
-        "transactional_id",
+        'enable2_pc',
+        'keep_prepared_txn',
+        'producer_epoch',
+        'producer_id',
+        'transaction_timeout_ms',
+        'transactional_id',
     )
 
     def __init__(
@@ -54,23 +54,22 @@ class InitProducerIdRequest(KafkaRequest["InitProducerIdResponse"]):
         self.keep_prepared_txn = keep_prepared_txn
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "InitProducerIdRequest"
+    NAME = 'InitProducerIdRequest'
     API_KEY = 22
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 6)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     LATEST_VERSION_UNSTABLE = True
-    LISTENERS = ("broker",)
-
+    LISTENERS = ('broker',)
 
 class InitProducerIdResponse(KafkaMessage):
     __slots__ = (
-        "error_code",
-        "ongoing_txn_producer_epoch",
-        "ongoing_txn_producer_id",
-        "producer_epoch",
-        "producer_id",
-        "throttle_time_ms",
+        'error_code',
+        'ongoing_txn_producer_epoch',
+        'ongoing_txn_producer_id',
+        'producer_epoch',
+        'producer_id',
+        'throttle_time_ms',
     )
 
     def __init__(
@@ -91,9 +90,9 @@ class InitProducerIdResponse(KafkaMessage):
         self.ongoing_txn_producer_epoch = ongoing_txn_producer_epoch
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "InitProducerIdResponse"
+    NAME = 'InitProducerIdResponse'
     API_KEY = 22
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 6)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
 
@@ -168,10 +167,7 @@ def _r_InitProducerIdRequest_1(buf: Any, pos: int) -> tuple[InitProducerIdReques
             pos += 1
         else:
             s1_transactional_id, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_transaction_timeout_ms,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_transaction_timeout_ms, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -245,12 +241,7 @@ def _r_InitProducerIdRequest_2(buf: Any, pos: int) -> tuple[InitProducerIdReques
             pos += 1
         else:
             s1_transactional_id, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_transaction_timeout_ms,
-            s1_producer_id,
-            s1_producer_epoch,
-            t1,
-        ) = _F_iqhB.unpack_from(buf, pos)
+        (s1_transaction_timeout_ms, s1_producer_id, s1_producer_epoch, t1,) = _F_iqhB.unpack_from(buf, pos)
         pos += 15
         u1 = _NO_TAGS
         if t1:
@@ -522,10 +513,11 @@ def _w_InitProducerIdResponse_2(out: bytearray, o: InitProducerIdResponse) -> No
         raise EncodeError(f"cannot write InitProducerIdResponse: {exc}") from None
 
 
+
 InitProducerIdRequest._FIELDS = (
     FieldInfo(
-        "transactional_id",
-        "string",
+        'transactional_id',
+        'string',
         None,
         False,
         VersionRange(0, 6),
@@ -534,11 +526,11 @@ InitProducerIdRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("transaction_timeout_ms", "int32", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
-    FieldInfo("producer_id", "int64", None, False, VersionRange(3, 6), _NONE, _NONE, None, False),
-    FieldInfo("producer_epoch", "int16", None, False, VersionRange(3, 6), _NONE, _NONE, None, False),
-    FieldInfo("enable2_pc", "bool", None, False, VersionRange(6, 6), _NONE, _NONE, None, False),
-    FieldInfo("keep_prepared_txn", "bool", None, False, VersionRange(6, 6), _NONE, _NONE, None, False),
+    FieldInfo('transaction_timeout_ms', 'int32', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('producer_id', 'int64', None, False, VersionRange(3, 6), _NONE, _NONE, None, False),
+    FieldInfo('producer_epoch', 'int16', None, False, VersionRange(3, 6), _NONE, _NONE, None, False),
+    FieldInfo('enable2_pc', 'bool', None, False, VersionRange(6, 6), _NONE, _NONE, None, False),
+    FieldInfo('keep_prepared_txn', 'bool', None, False, VersionRange(6, 6), _NONE, _NONE, None, False),
 )
 InitProducerIdRequest._READERS = {
     0: _r_InitProducerIdRequest_0,
@@ -561,14 +553,14 @@ InitProducerIdRequest._WRITERS = {
 
 
 InitProducerIdResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 6), _NONE, _NONE, None, True),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
-    FieldInfo("producer_id", "int64", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
-    FieldInfo("producer_epoch", "int16", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
-    FieldInfo("ongoing_txn_producer_id", "int64", None, False, VersionRange(6, 6), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 6), _NONE, _NONE, None, True),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('producer_id', 'int64', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('producer_epoch', 'int16', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('ongoing_txn_producer_id', 'int64', None, False, VersionRange(6, 6), _NONE, _NONE, None, False),
     FieldInfo(
-        "ongoing_txn_producer_epoch",
-        "int16",
+        'ongoing_txn_producer_epoch',
+        'int16',
         None,
         False,
         VersionRange(6, 6),

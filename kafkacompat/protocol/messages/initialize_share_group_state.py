@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["InitializeShareGroupStateRequest", "InitializeShareGroupStateResponse"]
+__all__ = ['InitializeShareGroupStateRequest', 'InitializeShareGroupStateResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -25,8 +25,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class InitializeShareGroupStateRequest(KafkaRequest["InitializeShareGroupStateResponse"]):
-    __slots__ = ("group_id", "topics")
+class InitializeShareGroupStateRequest(KafkaRequest['InitializeShareGroupStateResponse']):
+    __slots__ = ('group_id', 'topics')
 
     def __init__(
         self,
@@ -38,15 +38,15 @@ class InitializeShareGroupStateRequest(KafkaRequest["InitializeShareGroupStateRe
         self.topics = [] if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "InitializeShareGroupStateRequest"
+    NAME = 'InitializeShareGroupStateRequest'
     API_KEY = 83
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
 
     class PartitionData(KafkaStruct):
-        __slots__ = ("partition", "start_offset", "state_epoch")
+        __slots__ = ('partition', 'start_offset', 'state_epoch')
 
         def __init__(self, *, partition: int = 0, state_epoch: int = 0, start_offset: int = 0) -> None:
             self.partition = partition
@@ -54,8 +54,9 @@ class InitializeShareGroupStateRequest(KafkaRequest["InitializeShareGroupStateRe
             self.start_offset = start_offset
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class InitializeStateData(KafkaStruct):
-        __slots__ = ("partitions", "topic_id")
+        __slots__ = ('partitions', 'topic_id')
 
         def __init__(
             self,
@@ -69,7 +70,7 @@ class InitializeShareGroupStateRequest(KafkaRequest["InitializeShareGroupStateRe
 
 
 class InitializeShareGroupStateResponse(KafkaMessage):
-    __slots__ = ("results",)
+    __slots__ = ('results',)
 
     def __init__(
         self,
@@ -79,14 +80,14 @@ class InitializeShareGroupStateResponse(KafkaMessage):
         self.results = [] if results is _wire.DEFAULT else results
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "InitializeShareGroupStateResponse"
+    NAME = 'InitializeShareGroupStateResponse'
     API_KEY = 83
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class PartitionResult(KafkaStruct):
-        __slots__ = ("error_code", "error_message", "partition")
+        __slots__ = ('error_code', 'error_message', 'partition')
 
         def __init__(
             self,
@@ -100,8 +101,9 @@ class InitializeShareGroupStateResponse(KafkaMessage):
             self.error_message = error_message
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class InitializeStateResult(KafkaStruct):
-        __slots__ = ("partitions", "topic_id")
+        __slots__ = ('partitions', 'topic_id')
 
         def __init__(
             self,
@@ -112,6 +114,7 @@ class InitializeShareGroupStateResponse(KafkaMessage):
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 InitializeShareGroupStateRequest.RESPONSE_CLASS = InitializeShareGroupStateResponse
@@ -360,11 +363,7 @@ def _r_InitializeShareGroupStateResponse_0(
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition,
-                            s5_error_code,
-                            size,
-                        ) = _F_ihB.unpack_from(buf, pos)
+                        (s5_partition, s5_error_code, size,) = _F_ihB.unpack_from(buf, pos)
                         pos += 6
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -507,10 +506,10 @@ _C_Request__PartitionData = InitializeShareGroupStateRequest.PartitionData
 _C_Request__InitializeStateData = InitializeShareGroupStateRequest.InitializeStateData
 
 InitializeShareGroupStateRequest._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "InitializeStateData",
+        'topics',
+        'InitializeStateData',
         _C_Request__InitializeStateData,
         True,
         VersionRange(0, 0),
@@ -521,15 +520,15 @@ InitializeShareGroupStateRequest._FIELDS = (
     ),
 )
 _C_Request__PartitionData._FIELDS = (
-    FieldInfo("partition", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("state_epoch", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("start_offset", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('state_epoch', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('start_offset', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_Request__InitializeStateData._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionData",
+        'partitions',
+        'PartitionData',
         _C_Request__PartitionData,
         True,
         VersionRange(0, 0),
@@ -547,8 +546,8 @@ _C_Response__InitializeStateResult = InitializeShareGroupStateResponse.Initializ
 
 InitializeShareGroupStateResponse._FIELDS = (
     FieldInfo(
-        "results",
-        "InitializeStateResult",
+        'results',
+        'InitializeStateResult',
         _C_Response__InitializeStateResult,
         True,
         VersionRange(0, 0),
@@ -559,11 +558,11 @@ InitializeShareGroupStateResponse._FIELDS = (
     ),
 )
 _C_Response__PartitionResult._FIELDS = (
-    FieldInfo("partition", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 0),
@@ -574,10 +573,10 @@ _C_Response__PartitionResult._FIELDS = (
     ),
 )
 _C_Response__InitializeStateResult._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionResult",
+        'partitions',
+        'PartitionResult',
         _C_Response__PartitionResult,
         True,
         VersionRange(0, 0),

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["JoinGroupRequest", "JoinGroupResponse"]
+__all__ = ['JoinGroupRequest', 'JoinGroupResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -24,16 +24,16 @@ _F_iiB = struct.Struct(">iiB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class JoinGroupRequest(KafkaRequest["JoinGroupResponse"]):
+class JoinGroupRequest(KafkaRequest['JoinGroupResponse']):
     __slots__ = (
-        "group_id",
-        "group_instance_id",
-        "member_id",
-        "protocol_type",
-        "protocols",
-        "reason",
-        "rebalance_timeout_ms",
-        "session_timeout_ms",
+        'group_id',
+        'group_instance_id',
+        'member_id',
+        'protocol_type',
+        'protocols',
+        'reason',
+        'rebalance_timeout_ms',
+        'session_timeout_ms',
     )
 
     def __init__(
@@ -58,36 +58,35 @@ class JoinGroupRequest(KafkaRequest["JoinGroupResponse"]):
         self.reason = reason
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "JoinGroupRequest"
+    NAME = 'JoinGroupRequest'
     API_KEY = 11
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 9)
     FLEXIBLE_VERSIONS = VersionRange(6, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 1)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
 
     class JoinGroupRequestProtocol(KafkaStruct):
-        __slots__ = ("metadata", "name")
+        __slots__ = ('metadata', 'name')
 
         def __init__(self, *, name: str = "", metadata: bytes = b"") -> None:
             self.name = name
             self.metadata = metadata
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
-
+        MAP_KEY = ('name',)
 
 class JoinGroupResponse(KafkaMessage):
     __slots__ = (
-        "error_code",
-        "generation_id",
-        "leader",
-        "member_id",
-        "members",
-        "protocol_name",
-        "protocol_type",
-        "skip_assignment",
-        "throttle_time_ms",
+        'error_code',
+        'generation_id',
+        'leader',
+        'member_id',
+        'members',
+        'protocol_name',
+        'protocol_type',
+        'skip_assignment',
+        'throttle_time_ms',
     )
 
     def __init__(
@@ -114,14 +113,14 @@ class JoinGroupResponse(KafkaMessage):
         self.members = [] if members is _wire.DEFAULT else members
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "JoinGroupResponse"
+    NAME = 'JoinGroupResponse'
     API_KEY = 11
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 9)
     FLEXIBLE_VERSIONS = VersionRange(6, 32767)
 
     class JoinGroupResponseMember(KafkaStruct):
-        __slots__ = ("group_instance_id", "member_id", "metadata")
+        __slots__ = ('group_instance_id', 'member_id', 'metadata')
 
         def __init__(
             self,
@@ -134,6 +133,7 @@ class JoinGroupResponse(KafkaMessage):
             self.group_instance_id = group_instance_id
             self.metadata = metadata
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 JoinGroupRequest.RESPONSE_CLASS = JoinGroupResponse
@@ -266,10 +266,7 @@ def _r_JoinGroupRequest_1(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
             s1_group_id, pos = _wire.read_string(buf, pos)
             if s1_group_id is None:
                 raise _wire.null_error("group_id", pos)
-        (
-            s1_session_timeout_ms,
-            s1_rebalance_timeout_ms,
-        ) = _F_ii.unpack_from(buf, pos)
+        (s1_session_timeout_ms, s1_rebalance_timeout_ms,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         size = buf[pos] << 8 | buf[pos + 1]
         if size < 0x8000:
@@ -382,10 +379,7 @@ def _r_JoinGroupRequest_2(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
             s1_group_id, pos = _wire.read_string(buf, pos)
             if s1_group_id is None:
                 raise _wire.null_error("group_id", pos)
-        (
-            s1_session_timeout_ms,
-            s1_rebalance_timeout_ms,
-        ) = _F_ii.unpack_from(buf, pos)
+        (s1_session_timeout_ms, s1_rebalance_timeout_ms,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         size = buf[pos] << 8 | buf[pos + 1]
         if size < 0x8000:
@@ -505,11 +499,7 @@ def _r_JoinGroupRequest_3(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        (
-            s1_session_timeout_ms,
-            s1_rebalance_timeout_ms,
-            size,
-        ) = _F_iiB.unpack_from(buf, pos)
+        (s1_session_timeout_ms, s1_rebalance_timeout_ms, size,) = _F_iiB.unpack_from(buf, pos)
         pos += 8
         if 0 < size < 0x80:
             stop = pos + size
@@ -681,11 +671,7 @@ def _r_JoinGroupRequest_4(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        (
-            s1_session_timeout_ms,
-            s1_rebalance_timeout_ms,
-            size,
-        ) = _F_iiB.unpack_from(buf, pos)
+        (s1_session_timeout_ms, s1_rebalance_timeout_ms, size,) = _F_iiB.unpack_from(buf, pos)
         pos += 8
         if 0 < size < 0x80:
             stop = pos + size
@@ -908,10 +894,7 @@ def _r_JoinGroupResponse_0(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     s1_members: list[Any]
     try:
         buflen = len(buf)
-        (
-            s1_error_code,
-            s1_generation_id,
-        ) = _F_hi.unpack_from(buf, pos)
+        (s1_error_code, s1_generation_id,) = _F_hi.unpack_from(buf, pos)
         pos += 6
         size = buf[pos] << 8 | buf[pos + 1]
         if size < 0x8000:
@@ -1025,11 +1008,7 @@ def _r_JoinGroupResponse_1(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     s1_members: list[Any]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            s1_generation_id,
-        ) = _F_ihi.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, s1_generation_id,) = _F_ihi.unpack_from(buf, pos)
         pos += 10
         size = buf[pos] << 8 | buf[pos + 1]
         if size < 0x8000:
@@ -1144,11 +1123,7 @@ def _r_JoinGroupResponse_2(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     s3_group_instance_id: str | None
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            s1_generation_id,
-        ) = _F_ihi.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, s1_generation_id,) = _F_ihi.unpack_from(buf, pos)
         pos += 10
         size = buf[pos] << 8 | buf[pos + 1]
         if size < 0x8000:
@@ -1274,12 +1249,7 @@ def _r_JoinGroupResponse_3(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     u3: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            s1_generation_id,
-            size,
-        ) = _F_ihiB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, s1_generation_id, size,) = _F_ihiB.unpack_from(buf, pos)
         pos += 10
         if 0 < size < 0x80:
             stop = pos + size
@@ -1451,12 +1421,7 @@ def _r_JoinGroupResponse_4(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     u3: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            s1_generation_id,
-            size,
-        ) = _F_ihiB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, s1_generation_id, size,) = _F_ihiB.unpack_from(buf, pos)
         pos += 10
         if 0 < size < 0x80:
             stop = pos + size
@@ -1648,12 +1613,7 @@ def _r_JoinGroupResponse_5(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     u3: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            s1_generation_id,
-            size,
-        ) = _F_ihiB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, s1_generation_id, size,) = _F_ihiB.unpack_from(buf, pos)
         pos += 10
         if 0 < size < 0x80:
             stop = pos + size
@@ -1687,10 +1647,7 @@ def _r_JoinGroupResponse_5(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
             pos = stop
         else:
             s1_leader, pos = _wire.read_compact_text(buf, pos, "leader")
-        (
-            s1_skip_assignment,
-            size,
-        ) = _F_oB.unpack_from(buf, pos)
+        (s1_skip_assignment, size,) = _F_oB.unpack_from(buf, pos)
         pos += 1
         if 0 < size < 0x80:
             stop = pos + size
@@ -1912,13 +1869,13 @@ def _w_JoinGroupResponse__JoinGroupResponseMember_2(
 _C_Request__JoinGroupRequestProtocol = JoinGroupRequest.JoinGroupRequestProtocol
 
 JoinGroupRequest._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
-    FieldInfo("session_timeout_ms", "int32", None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
-    FieldInfo("rebalance_timeout_ms", "int32", None, False, VersionRange(1, 9), _NONE, _NONE, None, True),
-    FieldInfo("member_id", "string", None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
+    FieldInfo('session_timeout_ms', 'int32', None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
+    FieldInfo('rebalance_timeout_ms', 'int32', None, False, VersionRange(1, 9), _NONE, _NONE, None, True),
+    FieldInfo('member_id', 'string', None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
     FieldInfo(
-        "group_instance_id",
-        "string",
+        'group_instance_id',
+        'string',
         None,
         False,
         VersionRange(5, 9),
@@ -1927,10 +1884,10 @@ JoinGroupRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("protocol_type", "string", None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
+    FieldInfo('protocol_type', 'string', None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
     FieldInfo(
-        "protocols",
-        "JoinGroupRequestProtocol",
+        'protocols',
+        'JoinGroupRequestProtocol',
         _C_Request__JoinGroupRequestProtocol,
         True,
         VersionRange(0, 9),
@@ -1939,11 +1896,11 @@ JoinGroupRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("reason", "string", None, False, VersionRange(8, 9), VersionRange(8, 32767), _NONE, None, True),
+    FieldInfo('reason', 'string', None, False, VersionRange(8, 9), VersionRange(8, 32767), _NONE, None, True),
 )
 _C_Request__JoinGroupRequestProtocol._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
-    FieldInfo("metadata", "bytes", None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
+    FieldInfo('metadata', 'bytes', None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
 )
 JoinGroupRequest._READERS = {
     0: _r_JoinGroupRequest_0,
@@ -1973,12 +1930,12 @@ JoinGroupRequest._WRITERS = {
 _C_Response__JoinGroupResponseMember = JoinGroupResponse.JoinGroupResponseMember
 
 JoinGroupResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(2, 9), _NONE, _NONE, None, True),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
-    FieldInfo("generation_id", "int32", None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(2, 9), _NONE, _NONE, None, True),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
+    FieldInfo('generation_id', 'int32', None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
     FieldInfo(
-        "protocol_type",
-        "string",
+        'protocol_type',
+        'string',
         None,
         False,
         VersionRange(7, 9),
@@ -1988,8 +1945,8 @@ JoinGroupResponse._FIELDS = (
         True,
     ),
     FieldInfo(
-        "protocol_name",
-        "string",
+        'protocol_name',
+        'string',
         None,
         False,
         VersionRange(0, 9),
@@ -1998,12 +1955,12 @@ JoinGroupResponse._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("leader", "string", None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
-    FieldInfo("skip_assignment", "bool", None, False, VersionRange(9, 9), _NONE, _NONE, None, False),
-    FieldInfo("member_id", "string", None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
+    FieldInfo('leader', 'string', None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
+    FieldInfo('skip_assignment', 'bool', None, False, VersionRange(9, 9), _NONE, _NONE, None, False),
+    FieldInfo('member_id', 'string', None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
     FieldInfo(
-        "members",
-        "JoinGroupResponseMember",
+        'members',
+        'JoinGroupResponseMember',
         _C_Response__JoinGroupResponseMember,
         True,
         VersionRange(0, 9),
@@ -2014,10 +1971,10 @@ JoinGroupResponse._FIELDS = (
     ),
 )
 _C_Response__JoinGroupResponseMember._FIELDS = (
-    FieldInfo("member_id", "string", None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
+    FieldInfo('member_id', 'string', None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
     FieldInfo(
-        "group_instance_id",
-        "string",
+        'group_instance_id',
+        'string',
         None,
         False,
         VersionRange(5, 9),
@@ -2026,7 +1983,7 @@ _C_Response__JoinGroupResponseMember._FIELDS = (
         None,
         True,
     ),
-    FieldInfo("metadata", "bytes", None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
+    FieldInfo('metadata', 'bytes', None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
 )
 JoinGroupResponse._READERS = {
     0: _r_JoinGroupResponse_0,

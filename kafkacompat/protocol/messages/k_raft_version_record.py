@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["KRaftVersionRecord"]
+__all__ = ['KRaftVersionRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -19,15 +19,15 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class KRaftVersionRecord(KafkaMessage):
-    __slots__ = ("k_raft_version", "version")
+    __slots__ = ('k_raft_version', 'version')
 
     def __init__(self, *, version: int = 0, k_raft_version: int = 0) -> None:
         self.version = version
         self.k_raft_version = k_raft_version
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "KRaftVersionRecord"
-    MESSAGE_TYPE = "data"
+    NAME = 'KRaftVersionRecord'
+    MESSAGE_TYPE = 'data'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -35,11 +35,7 @@ class KRaftVersionRecord(KafkaMessage):
 def _r_KRaftVersionRecord_0(buf: Any, pos: int) -> tuple[KRaftVersionRecord, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_version,
-            s1_k_raft_version,
-            t1,
-        ) = _F_hhB.unpack_from(buf, pos)
+        (s1_version, s1_k_raft_version, t1,) = _F_hhB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -72,9 +68,10 @@ def _w_KRaftVersionRecord_0(out: bytearray, o: KRaftVersionRecord) -> None:
         raise EncodeError(f"cannot write KRaftVersionRecord: {exc}") from None
 
 
+
 KRaftVersionRecord._FIELDS = (
-    FieldInfo("version", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("k_raft_version", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('version', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('k_raft_version', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 KRaftVersionRecord._READERS = {0: _r_KRaftVersionRecord_0}
 KRaftVersionRecord._WRITERS = {0: _w_KRaftVersionRecord_0}

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["LeaderAndIsrRequest", "LeaderAndIsrResponse"]
+__all__ = ['LeaderAndIsrRequest', 'LeaderAndIsrResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -40,16 +40,16 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class LeaderAndIsrRequest(KafkaRequest["LeaderAndIsrResponse"]):
+class LeaderAndIsrRequest(KafkaRequest['LeaderAndIsrResponse']):
     __slots__ = (
-        "broker_epoch",
-        "controller_epoch",
-        "controller_id",
-        "is_k_raft_controller",
-        "live_leaders",
-        "topic_states",
-        "type",
-        "ungrouped_partition_states",
+        'broker_epoch',
+        'controller_epoch',
+        'controller_id',
+        'is_k_raft_controller',
+        'live_leaders',
+        'topic_states',
+        'type',
+        'ungrouped_partition_states',
     )
 
     def __init__(
@@ -70,36 +70,38 @@ class LeaderAndIsrRequest(KafkaRequest["LeaderAndIsrResponse"]):
         self.broker_epoch = broker_epoch
         self.type = type
         self.ungrouped_partition_states = (
-            [] if ungrouped_partition_states is _wire.DEFAULT else ungrouped_partition_states
+            []
+            if ungrouped_partition_states is _wire.DEFAULT
+            else ungrouped_partition_states
         )
         self.topic_states = [] if topic_states is _wire.DEFAULT else topic_states
         self.live_leaders = [] if live_leaders is _wire.DEFAULT else live_leaders
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "LeaderAndIsrRequest"
+    NAME = 'LeaderAndIsrRequest'
     API_KEY = 4
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 7)
     FLEXIBLE_VERSIONS = VersionRange(4, 32767)
-    LISTENERS = ("zkBroker",)
+    LISTENERS = ('zkBroker',)
     REMOVED_VERSIONS = VersionRange(0, 7)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "retired"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'retired'
 
     class LeaderAndIsrPartitionState(KafkaStruct):
         __slots__ = (
-            "adding_replicas",
-            "controller_epoch",
-            "is_new",
-            "isr",
-            "leader",
-            "leader_epoch",
-            "leader_recovery_state",
-            "partition_epoch",
-            "partition_index",
-            "removing_replicas",
-            "replicas",
-            "topic_name",
+            'adding_replicas',
+            'controller_epoch',
+            'is_new',
+            'isr',
+            'leader',
+            'leader_epoch',
+            'leader_recovery_state',
+            'partition_epoch',
+            'partition_index',
+            'removing_replicas',
+            'replicas',
+            'topic_name',
         )
 
         def __init__(
@@ -132,8 +134,9 @@ class LeaderAndIsrRequest(KafkaRequest["LeaderAndIsrResponse"]):
             self.leader_recovery_state = leader_recovery_state
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class LeaderAndIsrTopicState(KafkaStruct):
-        __slots__ = ("partition_states", "topic_id", "topic_name")
+        __slots__ = ('partition_states', 'topic_id', 'topic_name')
 
         def __init__(
             self,
@@ -147,8 +150,9 @@ class LeaderAndIsrRequest(KafkaRequest["LeaderAndIsrResponse"]):
             self.partition_states = [] if partition_states is _wire.DEFAULT else partition_states
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class LeaderAndIsrLiveLeader(KafkaStruct):
-        __slots__ = ("broker_id", "host_name", "port")
+        __slots__ = ('broker_id', 'host_name', 'port')
 
         def __init__(self, *, broker_id: int = 0, host_name: str = "", port: int = 0) -> None:
             self.broker_id = broker_id
@@ -158,7 +162,7 @@ class LeaderAndIsrRequest(KafkaRequest["LeaderAndIsrResponse"]):
 
 
 class LeaderAndIsrResponse(KafkaMessage):
-    __slots__ = ("error_code", "partition_errors", "topics")
+    __slots__ = ('error_code', 'partition_errors', 'topics')
 
     def __init__(
         self,
@@ -172,17 +176,17 @@ class LeaderAndIsrResponse(KafkaMessage):
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "LeaderAndIsrResponse"
+    NAME = 'LeaderAndIsrResponse'
     API_KEY = 4
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 7)
     FLEXIBLE_VERSIONS = VersionRange(4, 32767)
     REMOVED_VERSIONS = VersionRange(0, 7)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "retired"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'retired'
 
     class LeaderAndIsrPartitionError(KafkaStruct):
-        __slots__ = ("error_code", "partition_index", "topic_name")
+        __slots__ = ('error_code', 'partition_index', 'topic_name')
 
         def __init__(self, *, topic_name: str = "", partition_index: int = 0, error_code: int = 0) -> None:
             self.topic_name = topic_name
@@ -190,8 +194,9 @@ class LeaderAndIsrResponse(KafkaMessage):
             self.error_code = error_code
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class LeaderAndIsrTopicError(KafkaStruct):
-        __slots__ = ("partition_errors", "topic_id")
+        __slots__ = ('partition_errors', 'topic_id')
 
         def __init__(
             self,
@@ -203,7 +208,7 @@ class LeaderAndIsrResponse(KafkaMessage):
             self.partition_errors = [] if partition_errors is _wire.DEFAULT else partition_errors
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("topic_id",)
+        MAP_KEY = ('topic_id',)
 
 
 LeaderAndIsrRequest.RESPONSE_CLASS = LeaderAndIsrResponse
@@ -216,10 +221,7 @@ def _r_LeaderAndIsrRequest_0(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
     s3_replicas: list[Any]
     try:
         buflen = len(buf)
-        (
-            s1_controller_id,
-            s1_controller_epoch,
-        ) = _F_ii.unpack_from(buf, pos)
+        (s1_controller_id, s1_controller_epoch,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -364,10 +366,7 @@ def _r_LeaderAndIsrRequest_1(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
     s3_replicas: list[Any]
     try:
         buflen = len(buf)
-        (
-            s1_controller_id,
-            s1_controller_epoch,
-        ) = _F_ii.unpack_from(buf, pos)
+        (s1_controller_id, s1_controller_epoch,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -515,11 +514,7 @@ def _r_LeaderAndIsrRequest_2(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
     s5_replicas: list[Any]
     try:
         buflen = len(buf)
-        (
-            s1_controller_id,
-            s1_controller_epoch,
-            s1_broker_epoch,
-        ) = _F_iiq.unpack_from(buf, pos)
+        (s1_controller_id, s1_controller_epoch, s1_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
         pos += 16
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -684,11 +679,7 @@ def _r_LeaderAndIsrRequest_3(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
     s5_replicas: list[Any]
     try:
         buflen = len(buf)
-        (
-            s1_controller_id,
-            s1_controller_epoch,
-            s1_broker_epoch,
-        ) = _F_iiq.unpack_from(buf, pos)
+        (s1_controller_id, s1_controller_epoch, s1_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
         pos += 16
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -877,11 +868,7 @@ def _r_LeaderAndIsrRequest_4(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
     u7: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_controller_id,
-            s1_controller_epoch,
-            s1_broker_epoch,
-        ) = _F_iiq.unpack_from(buf, pos)
+        (s1_controller_id, s1_controller_epoch, s1_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
         pos += 16
         n = buf[pos] - 1
         if n < 0x7F:
@@ -943,10 +930,7 @@ def _r_LeaderAndIsrRequest_4(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                                     pos = stop
                                 else:
                                     s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        (
-                            s5_partition_epoch,
-                            c,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s5_partition_epoch, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
                         if c == 1:  # empty (offline replicas, mostly): no unpack
                             s5_replicas = []
@@ -1013,10 +997,7 @@ def _r_LeaderAndIsrRequest_4(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                                     pos = stop
                                 else:
                                     s5_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        (
-                            s5_is_new,
-                            t5,
-                        ) = _F_oB.unpack_from(buf, pos)
+                        (s5_is_new, t5,) = _F_oB.unpack_from(buf, pos)
                         pos += 2
                         u5 = _NO_TAGS
                         if t5:
@@ -1073,10 +1054,7 @@ def _r_LeaderAndIsrRequest_4(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
             s1_live_leaders = []
             add6 = s1_live_leaders.append
             for _ in range(n):
-                (
-                    s7_broker_id,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s7_broker_id, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -1086,10 +1064,7 @@ def _r_LeaderAndIsrRequest_4(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                     pos = stop
                 else:
                     s7_host_name, pos = _wire.read_compact_text(buf, pos, "host_name")
-                (
-                    s7_port,
-                    t7,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s7_port, t7,) = _F_iB.unpack_from(buf, pos)
                 pos += 5
                 u7 = _NO_TAGS
                 if t7:
@@ -1192,12 +1167,7 @@ def _r_LeaderAndIsrRequest_5(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
     u7: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_controller_id,
-            s1_controller_epoch,
-            s1_broker_epoch,
-            s1_type,
-        ) = _F_iiqb.unpack_from(buf, pos)
+        (s1_controller_id, s1_controller_epoch, s1_broker_epoch, s1_type,) = _F_iiqb.unpack_from(buf, pos)
         pos += 17
         n = buf[pos] - 1
         if n < 0x7F:
@@ -1266,10 +1236,7 @@ def _r_LeaderAndIsrRequest_5(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                                     pos = stop
                                 else:
                                     s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        (
-                            s5_partition_epoch,
-                            c,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s5_partition_epoch, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
                         if c == 1:  # empty (offline replicas, mostly): no unpack
                             s5_replicas = []
@@ -1336,10 +1303,7 @@ def _r_LeaderAndIsrRequest_5(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                                     pos = stop
                                 else:
                                     s5_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        (
-                            s5_is_new,
-                            t5,
-                        ) = _F_oB.unpack_from(buf, pos)
+                        (s5_is_new, t5,) = _F_oB.unpack_from(buf, pos)
                         pos += 2
                         u5 = _NO_TAGS
                         if t5:
@@ -1396,10 +1360,7 @@ def _r_LeaderAndIsrRequest_5(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
             s1_live_leaders = []
             add6 = s1_live_leaders.append
             for _ in range(n):
-                (
-                    s7_broker_id,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s7_broker_id, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -1409,10 +1370,7 @@ def _r_LeaderAndIsrRequest_5(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                     pos = stop
                 else:
                     s7_host_name, pos = _wire.read_compact_text(buf, pos, "host_name")
-                (
-                    s7_port,
-                    t7,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s7_port, t7,) = _F_iB.unpack_from(buf, pos)
                 pos += 5
                 u7 = _NO_TAGS
                 if t7:
@@ -1513,12 +1471,7 @@ def _r_LeaderAndIsrRequest_6(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
     u7: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_controller_id,
-            s1_controller_epoch,
-            s1_broker_epoch,
-            s1_type,
-        ) = _F_iiqb.unpack_from(buf, pos)
+        (s1_controller_id, s1_controller_epoch, s1_broker_epoch, s1_type,) = _F_iiqb.unpack_from(buf, pos)
         pos += 17
         n = buf[pos] - 1
         if n < 0x7F:
@@ -1587,10 +1540,7 @@ def _r_LeaderAndIsrRequest_6(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                                     pos = stop
                                 else:
                                     s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        (
-                            s5_partition_epoch,
-                            c,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s5_partition_epoch, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
                         if c == 1:  # empty (offline replicas, mostly): no unpack
                             s5_replicas = []
@@ -1657,11 +1607,7 @@ def _r_LeaderAndIsrRequest_6(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                                     pos = stop
                                 else:
                                     s5_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        (
-                            s5_is_new,
-                            s5_leader_recovery_state,
-                            t5,
-                        ) = _F_obB.unpack_from(buf, pos)
+                        (s5_is_new, s5_leader_recovery_state, t5,) = _F_obB.unpack_from(buf, pos)
                         pos += 3
                         u5 = _NO_TAGS
                         if t5:
@@ -1718,10 +1664,7 @@ def _r_LeaderAndIsrRequest_6(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
             s1_live_leaders = []
             add6 = s1_live_leaders.append
             for _ in range(n):
-                (
-                    s7_broker_id,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s7_broker_id, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -1731,10 +1674,7 @@ def _r_LeaderAndIsrRequest_6(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                     pos = stop
                 else:
                     s7_host_name, pos = _wire.read_compact_text(buf, pos, "host_name")
-                (
-                    s7_port,
-                    t7,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s7_port, t7,) = _F_iB.unpack_from(buf, pos)
                 pos += 5
                 u7 = _NO_TAGS
                 if t7:
@@ -1910,10 +1850,7 @@ def _r_LeaderAndIsrRequest_7(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                                     pos = stop
                                 else:
                                     s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        (
-                            s5_partition_epoch,
-                            c,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s5_partition_epoch, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
                         if c == 1:  # empty (offline replicas, mostly): no unpack
                             s5_replicas = []
@@ -1980,11 +1917,7 @@ def _r_LeaderAndIsrRequest_7(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                                     pos = stop
                                 else:
                                     s5_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        (
-                            s5_is_new,
-                            s5_leader_recovery_state,
-                            t5,
-                        ) = _F_obB.unpack_from(buf, pos)
+                        (s5_is_new, s5_leader_recovery_state, t5,) = _F_obB.unpack_from(buf, pos)
                         pos += 3
                         u5 = _NO_TAGS
                         if t5:
@@ -2041,10 +1974,7 @@ def _r_LeaderAndIsrRequest_7(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
             s1_live_leaders = []
             add6 = s1_live_leaders.append
             for _ in range(n):
-                (
-                    s7_broker_id,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s7_broker_id, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -2054,10 +1984,7 @@ def _r_LeaderAndIsrRequest_7(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                     pos = stop
                 else:
                     s7_host_name, pos = _wire.read_compact_text(buf, pos, "host_name")
-                (
-                    s7_port,
-                    t7,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s7_port, t7,) = _F_iB.unpack_from(buf, pos)
                 pos += 5
                 u7 = _NO_TAGS
                 if t7:
@@ -2167,7 +2094,7 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_0(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -2180,7 +2107,7 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_0(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -2211,7 +2138,7 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_1(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -2224,7 +2151,7 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_1(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -2252,7 +2179,7 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_2(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -2265,7 +2192,7 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_2(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -2293,7 +2220,7 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_3(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -2306,7 +2233,7 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_3(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -2318,7 +2245,7 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_3(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -2330,7 +2257,7 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_3(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -2690,10 +2617,7 @@ def _r_LeaderAndIsrResponse_0(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse,
                     s3_topic_name, pos = _wire.read_string(buf, pos)
                     if s3_topic_name is None:
                         raise _wire.null_error("topic_name", pos)
-                (
-                    s3_partition_index,
-                    s3_error_code,
-                ) = _F_ih.unpack_from(buf, pos)
+                (s3_partition_index, s3_error_code,) = _F_ih.unpack_from(buf, pos)
                 pos += 6
                 o3 = _new(_C_Response__LeaderAndIsrPartitionError)
                 o3.topic_name = s3_topic_name
@@ -2757,11 +2681,7 @@ def _r_LeaderAndIsrResponse_1(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse,
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
-                (
-                    s3_partition_index,
-                    s3_error_code,
-                    t3,
-                ) = _F_ihB.unpack_from(buf, pos)
+                (s3_partition_index, s3_error_code, t3,) = _F_ihB.unpack_from(buf, pos)
                 pos += 7
                 u3 = _NO_TAGS
                 if t3:
@@ -2867,11 +2787,7 @@ def _r_LeaderAndIsrResponse_2(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse,
                     s3_partition_errors = []
                     add4 = s3_partition_errors.append
                     if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_error_code,
-                            t5,
-                        ) in _F_ihB.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition_index, s5_error_code, t5,) in _F_ihB.iter_unpack(buf[pos:stop5]):
                             if t5:
                                 break
                             o5 = _new(_C_Response__LeaderAndIsrPartitionError)
@@ -2887,11 +2803,7 @@ def _r_LeaderAndIsrResponse_2(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse,
                         s3_partition_errors = []
                         add4 = s3_partition_errors.append
                         for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_error_code,
-                                t6,
-                            ) = _F_ihB.unpack_from(buf, pos)
+                            (s6_partition_index, s6_error_code, t6,) = _F_ihB.unpack_from(buf, pos)
                             pos += 7
                             u6 = _NO_TAGS
                             if t6:
@@ -3061,14 +2973,14 @@ _C_Request__LeaderAndIsrTopicState = LeaderAndIsrRequest.LeaderAndIsrTopicState
 _C_Request__LeaderAndIsrLiveLeader = LeaderAndIsrRequest.LeaderAndIsrLiveLeader
 
 LeaderAndIsrRequest._FIELDS = (
-    FieldInfo("controller_id", "int32", None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
-    FieldInfo("is_k_raft_controller", "bool", None, False, VersionRange(7, 7), _NONE, _NONE, None, False),
-    FieldInfo("controller_epoch", "int32", None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
-    FieldInfo("broker_epoch", "int64", None, False, VersionRange(2, 7), _NONE, _NONE, None, True),
-    FieldInfo("type", "int8", None, False, VersionRange(5, 7), _NONE, _NONE, None, False),
+    FieldInfo('controller_id', 'int32', None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('is_k_raft_controller', 'bool', None, False, VersionRange(7, 7), _NONE, _NONE, None, False),
+    FieldInfo('controller_epoch', 'int32', None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('broker_epoch', 'int64', None, False, VersionRange(2, 7), _NONE, _NONE, None, True),
+    FieldInfo('type', 'int8', None, False, VersionRange(5, 7), _NONE, _NONE, None, False),
     FieldInfo(
-        "ungrouped_partition_states",
-        "LeaderAndIsrPartitionState",
+        'ungrouped_partition_states',
+        'LeaderAndIsrPartitionState',
         _C_Request__LeaderAndIsrPartitionState,
         True,
         VersionRange(0, 1),
@@ -3078,8 +2990,8 @@ LeaderAndIsrRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "topic_states",
-        "LeaderAndIsrTopicState",
+        'topic_states',
+        'LeaderAndIsrTopicState',
         _C_Request__LeaderAndIsrTopicState,
         True,
         VersionRange(2, 7),
@@ -3089,8 +3001,8 @@ LeaderAndIsrRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "live_leaders",
-        "LeaderAndIsrLiveLeader",
+        'live_leaders',
+        'LeaderAndIsrLiveLeader',
         _C_Request__LeaderAndIsrLiveLeader,
         True,
         VersionRange(0, 7),
@@ -3101,20 +3013,20 @@ LeaderAndIsrRequest._FIELDS = (
     ),
 )
 _C_Request__LeaderAndIsrPartitionState._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, True),
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("controller_epoch", "int32", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("leader", "int32", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("isr", "int32", None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("partition_epoch", "int32", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("replicas", "int32", None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("adding_replicas", "int32", None, True, VersionRange(3, 32767), _NONE, _NONE, None, True),
-    FieldInfo("removing_replicas", "int32", None, True, VersionRange(3, 32767), _NONE, _NONE, None, True),
-    FieldInfo("is_new", "bool", None, False, VersionRange(1, 32767), _NONE, _NONE, None, True),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, True),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('controller_epoch', 'int32', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('leader', 'int32', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('isr', 'int32', None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('partition_epoch', 'int32', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('replicas', 'int32', None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('adding_replicas', 'int32', None, True, VersionRange(3, 32767), _NONE, _NONE, None, True),
+    FieldInfo('removing_replicas', 'int32', None, True, VersionRange(3, 32767), _NONE, _NONE, None, True),
+    FieldInfo('is_new', 'bool', None, False, VersionRange(1, 32767), _NONE, _NONE, None, True),
     FieldInfo(
-        "leader_recovery_state",
-        "int8",
+        'leader_recovery_state',
+        'int8',
         None,
         False,
         VersionRange(6, 32767),
@@ -3125,11 +3037,11 @@ _C_Request__LeaderAndIsrPartitionState._FIELDS = (
     ),
 )
 _C_Request__LeaderAndIsrTopicState._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(2, 7), _NONE, _NONE, None, False),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(5, 7), _NONE, _NONE, None, True),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(2, 7), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(5, 7), _NONE, _NONE, None, True),
     FieldInfo(
-        "partition_states",
-        "LeaderAndIsrPartitionState",
+        'partition_states',
+        'LeaderAndIsrPartitionState',
         _C_Request__LeaderAndIsrPartitionState,
         True,
         VersionRange(2, 7),
@@ -3140,9 +3052,9 @@ _C_Request__LeaderAndIsrTopicState._FIELDS = (
     ),
 )
 _C_Request__LeaderAndIsrLiveLeader._FIELDS = (
-    FieldInfo("broker_id", "int32", None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
-    FieldInfo("host_name", "string", None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
-    FieldInfo("port", "int32", None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('host_name', 'string', None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('port', 'int32', None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
 )
 LeaderAndIsrRequest._READERS = {
     0: _r_LeaderAndIsrRequest_0,
@@ -3169,10 +3081,10 @@ _C_Response__LeaderAndIsrPartitionError = LeaderAndIsrResponse.LeaderAndIsrParti
 _C_Response__LeaderAndIsrTopicError = LeaderAndIsrResponse.LeaderAndIsrTopicError
 
 LeaderAndIsrResponse._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
     FieldInfo(
-        "partition_errors",
-        "LeaderAndIsrPartitionError",
+        'partition_errors',
+        'LeaderAndIsrPartitionError',
         _C_Response__LeaderAndIsrPartitionError,
         True,
         VersionRange(0, 4),
@@ -3182,8 +3094,8 @@ LeaderAndIsrResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "topics",
-        "LeaderAndIsrTopicError",
+        'topics',
+        'LeaderAndIsrTopicError',
         _C_Response__LeaderAndIsrTopicError,
         True,
         VersionRange(5, 7),
@@ -3194,15 +3106,15 @@ LeaderAndIsrResponse._FIELDS = (
     ),
 )
 _C_Response__LeaderAndIsrPartitionError._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 4), _NONE, _NONE, None, True),
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, True),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
 )
 _C_Response__LeaderAndIsrTopicError._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(5, 7), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(5, 7), _NONE, _NONE, None, False),
     FieldInfo(
-        "partition_errors",
-        "LeaderAndIsrPartitionError",
+        'partition_errors',
+        'LeaderAndIsrPartitionError',
         _C_Response__LeaderAndIsrPartitionError,
         True,
         VersionRange(5, 7),

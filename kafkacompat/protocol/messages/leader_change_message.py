@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["LeaderChangeMessage"]
+__all__ = ['LeaderChangeMessage']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -25,7 +25,7 @@ _from_bytes = int.from_bytes
 
 
 class LeaderChangeMessage(KafkaMessage):
-    __slots__ = ("granting_voters", "leader_id", "version", "voters")
+    __slots__ = ('granting_voters', 'leader_id', 'version', 'voters')
 
     def __init__(
         self,
@@ -41,18 +41,19 @@ class LeaderChangeMessage(KafkaMessage):
         self.granting_voters = [] if granting_voters is _wire.DEFAULT else granting_voters
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "LeaderChangeMessage"
-    MESSAGE_TYPE = "data"
+    NAME = 'LeaderChangeMessage'
+    MESSAGE_TYPE = 'data'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class Voter(KafkaStruct):
-        __slots__ = ("voter_directory_id", "voter_id")
+        __slots__ = ('voter_directory_id', 'voter_id')
 
         def __init__(self, *, voter_id: int = 0, voter_directory_id: uuid.UUID = _wire.ZERO_UUID) -> None:
             self.voter_id = voter_id
             self.voter_directory_id = voter_directory_id
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, int]:
@@ -63,10 +64,7 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
     u7: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_version,
-            s1_leader_id,
-        ) = _F_hi.unpack_from(buf, pos)
+        (s1_version, s1_leader_id,) = _F_hi.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -80,10 +78,7 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
             s1_voters = []
             add2 = s1_voters.append
             if stop3 <= buflen:
-                for (
-                    s3_voter_id,
-                    t3,
-                ) in _F_iB.iter_unpack(buf[pos:stop3]):
+                for (s3_voter_id, t3,) in _F_iB.iter_unpack(buf[pos:stop3]):
                     if t3:
                         break
                     o3 = _new(_C_LeaderChangeMessage__Voter)
@@ -98,10 +93,7 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
                 s1_voters = []
                 add2 = s1_voters.append
                 for _ in range(n):
-                    (
-                        s4_voter_id,
-                        t4,
-                    ) = _F_iB.unpack_from(buf, pos)
+                    (s4_voter_id, t4,) = _F_iB.unpack_from(buf, pos)
                     pos += 5
                     u4 = _NO_TAGS
                     if t4:
@@ -131,10 +123,7 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
             s1_granting_voters = []
             add5 = s1_granting_voters.append
             if stop6 <= buflen:
-                for (
-                    s6_voter_id,
-                    t6,
-                ) in _F_iB.iter_unpack(buf[pos:stop6]):
+                for (s6_voter_id, t6,) in _F_iB.iter_unpack(buf[pos:stop6]):
                     if t6:
                         break
                     o6 = _new(_C_LeaderChangeMessage__Voter)
@@ -149,10 +138,7 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
                 s1_granting_voters = []
                 add5 = s1_granting_voters.append
                 for _ in range(n):
-                    (
-                        s7_voter_id,
-                        t7,
-                    ) = _F_iB.unpack_from(buf, pos)
+                    (s7_voter_id, t7,) = _F_iB.unpack_from(buf, pos)
                     pos += 5
                     u7 = _NO_TAGS
                     if t7:
@@ -234,10 +220,7 @@ def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
     u5: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_version,
-            s1_leader_id,
-        ) = _F_hi.unpack_from(buf, pos)
+        (s1_version, s1_leader_id,) = _F_hi.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -401,11 +384,11 @@ def _w_LeaderChangeMessage__Voter_1(out: bytearray, o: LeaderChangeMessage.Voter
 _C_LeaderChangeMessage__Voter = LeaderChangeMessage.Voter
 
 LeaderChangeMessage._FIELDS = (
-    FieldInfo("version", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("leader_id", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('version', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "voters",
-        "Voter",
+        'voters',
+        'Voter',
         _C_LeaderChangeMessage__Voter,
         True,
         VersionRange(0, 1),
@@ -415,8 +398,8 @@ LeaderChangeMessage._FIELDS = (
         False,
     ),
     FieldInfo(
-        "granting_voters",
-        "Voter",
+        'granting_voters',
+        'Voter',
         _C_LeaderChangeMessage__Voter,
         True,
         VersionRange(0, 1),
@@ -427,8 +410,8 @@ LeaderChangeMessage._FIELDS = (
     ),
 )
 _C_LeaderChangeMessage__Voter._FIELDS = (
-    FieldInfo("voter_id", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("voter_directory_id", "uuid", None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
+    FieldInfo('voter_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('voter_directory_id', 'uuid', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
 )
 LeaderChangeMessage._READERS = {0: _r_LeaderChangeMessage_0, 1: _r_LeaderChangeMessage_1}
 LeaderChangeMessage._WRITERS = {0: _w_LeaderChangeMessage_0, 1: _w_LeaderChangeMessage_1}

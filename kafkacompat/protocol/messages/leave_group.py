@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["LeaveGroupRequest", "LeaveGroupResponse"]
+__all__ = ['LeaveGroupRequest', 'LeaveGroupResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -19,8 +19,8 @@ _F_ih = struct.Struct(">ih")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class LeaveGroupRequest(KafkaRequest["LeaveGroupResponse"]):
-    __slots__ = ("group_id", "member_id", "members")
+class LeaveGroupRequest(KafkaRequest['LeaveGroupResponse']):
+    __slots__ = ('group_id', 'member_id', 'members')
 
     def __init__(
         self,
@@ -34,15 +34,15 @@ class LeaveGroupRequest(KafkaRequest["LeaveGroupResponse"]):
         self.members = [] if members is _wire.DEFAULT else members
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "LeaveGroupRequest"
+    NAME = 'LeaveGroupRequest'
     API_KEY = 13
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 5)
     FLEXIBLE_VERSIONS = VersionRange(4, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
 
     class MemberIdentity(KafkaStruct):
-        __slots__ = ("group_instance_id", "member_id", "reason")
+        __slots__ = ('group_instance_id', 'member_id', 'reason')
 
         def __init__(
             self,
@@ -58,7 +58,7 @@ class LeaveGroupRequest(KafkaRequest["LeaveGroupResponse"]):
 
 
 class LeaveGroupResponse(KafkaMessage):
-    __slots__ = ("error_code", "members", "throttle_time_ms")
+    __slots__ = ('error_code', 'members', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -72,14 +72,14 @@ class LeaveGroupResponse(KafkaMessage):
         self.members = [] if members is _wire.DEFAULT else members
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "LeaveGroupResponse"
+    NAME = 'LeaveGroupResponse'
     API_KEY = 13
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 5)
     FLEXIBLE_VERSIONS = VersionRange(4, 32767)
 
     class MemberResponse(KafkaStruct):
-        __slots__ = ("error_code", "group_instance_id", "member_id")
+        __slots__ = ('error_code', 'group_instance_id', 'member_id')
 
         def __init__(
             self,
@@ -92,6 +92,7 @@ class LeaveGroupResponse(KafkaMessage):
             self.group_instance_id = group_instance_id
             self.error_code = error_code
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 LeaveGroupRequest.RESPONSE_CLASS = LeaveGroupResponse
@@ -583,10 +584,7 @@ def _w_LeaveGroupResponse_0(out: bytearray, o: LeaveGroupResponse) -> None:
 
 def _r_LeaveGroupResponse_1(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
     try:
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         o1 = _new(LeaveGroupResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
@@ -612,10 +610,7 @@ def _r_LeaveGroupResponse_2(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int
     s3_group_instance_id: str | None
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -685,10 +680,7 @@ def _r_LeaveGroupResponse_3(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int
     u3: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -722,10 +714,7 @@ def _r_LeaveGroupResponse_3(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int
                     pos += 1
                 else:
                     s3_group_instance_id, pos = _wire.read_compact_string(buf, pos)
-                (
-                    s3_error_code,
-                    t3,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, t3,) = _F_hB.unpack_from(buf, pos)
                 pos += 3
                 u3 = _NO_TAGS
                 if t3:
@@ -834,11 +823,11 @@ def _w_LeaveGroupResponse__MemberResponse_1(out: bytearray, o: LeaveGroupRespons
 _C_Request__MemberIdentity = LeaveGroupRequest.MemberIdentity
 
 LeaveGroupRequest._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("member_id", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('member_id', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "members",
-        "MemberIdentity",
+        'members',
+        'MemberIdentity',
         _C_Request__MemberIdentity,
         True,
         VersionRange(3, 5),
@@ -849,10 +838,10 @@ LeaveGroupRequest._FIELDS = (
     ),
 )
 _C_Request__MemberIdentity._FIELDS = (
-    FieldInfo("member_id", "string", None, False, VersionRange(3, 5), _NONE, _NONE, None, False),
+    FieldInfo('member_id', 'string', None, False, VersionRange(3, 5), _NONE, _NONE, None, False),
     FieldInfo(
-        "group_instance_id",
-        "string",
+        'group_instance_id',
+        'string',
         None,
         False,
         VersionRange(3, 5),
@@ -861,7 +850,7 @@ _C_Request__MemberIdentity._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("reason", "string", None, False, VersionRange(5, 5), VersionRange(5, 32767), _NONE, None, True),
+    FieldInfo('reason', 'string', None, False, VersionRange(5, 5), VersionRange(5, 32767), _NONE, None, True),
 )
 LeaveGroupRequest._READERS = {
     0: _r_LeaveGroupRequest_0,
@@ -883,11 +872,11 @@ LeaveGroupRequest._WRITERS = {
 _C_Response__MemberResponse = LeaveGroupResponse.MemberResponse
 
 LeaveGroupResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(1, 5), _NONE, _NONE, None, True),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(1, 5), _NONE, _NONE, None, True),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
     FieldInfo(
-        "members",
-        "MemberResponse",
+        'members',
+        'MemberResponse',
         _C_Response__MemberResponse,
         True,
         VersionRange(3, 5),
@@ -898,10 +887,10 @@ LeaveGroupResponse._FIELDS = (
     ),
 )
 _C_Response__MemberResponse._FIELDS = (
-    FieldInfo("member_id", "string", None, False, VersionRange(3, 5), _NONE, _NONE, None, False),
+    FieldInfo('member_id', 'string', None, False, VersionRange(3, 5), _NONE, _NONE, None, False),
     FieldInfo(
-        "group_instance_id",
-        "string",
+        'group_instance_id',
+        'string',
         None,
         False,
         VersionRange(3, 5),
@@ -910,7 +899,7 @@ _C_Response__MemberResponse._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("error_code", "int16", None, False, VersionRange(3, 5), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(3, 5), _NONE, _NONE, None, False),
 )
 LeaveGroupResponse._READERS = {
     0: _r_LeaveGroupResponse_0,

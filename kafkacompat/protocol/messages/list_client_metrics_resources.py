@@ -6,4 +6,4 @@ from kafkacompat.protocol.messages.list_config_resources import (
     ListClientMetricsResourcesResponse,
 )
 
-__all__ = ["ListClientMetricsResourcesRequest", "ListClientMetricsResourcesResponse"]
+__all__ = ['ListClientMetricsResourcesRequest', 'ListClientMetricsResourcesResponse']

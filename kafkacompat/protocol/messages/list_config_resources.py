@@ -10,10 +10,10 @@ from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, 
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = [
-    "ListClientMetricsResourcesRequest",
-    "ListClientMetricsResourcesResponse",
-    "ListConfigResourcesRequest",
-    "ListConfigResourcesResponse",
+    'ListClientMetricsResourcesRequest',
+    'ListClientMetricsResourcesResponse',
+    'ListConfigResourcesRequest',
+    'ListConfigResourcesResponse',
 ]
 
 _new = object.__new__
@@ -27,23 +27,22 @@ _K_b = _wire.COUNTED_ARRAYS["b"]
 _PC_b = _wire.COMPACT_PREFIXED["b"]
 
 
-class ListConfigResourcesRequest(KafkaRequest["ListConfigResourcesResponse"]):
-    __slots__ = ("resource_types",)
+class ListConfigResourcesRequest(KafkaRequest['ListConfigResourcesResponse']):
+    __slots__ = ('resource_types',)
 
     def __init__(self, *, resource_types: list[int] = _wire.DEFAULT) -> None:
         self.resource_types = [] if resource_types is _wire.DEFAULT else resource_types
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ListConfigResourcesRequest"
+    NAME = 'ListConfigResourcesRequest'
     API_KEY = 74
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
-
+    LISTENERS = ('broker',)
 
 class ListConfigResourcesResponse(KafkaMessage):
-    __slots__ = ("config_resources", "error_code", "throttle_time_ms")
+    __slots__ = ('config_resources', 'error_code', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -57,19 +56,20 @@ class ListConfigResourcesResponse(KafkaMessage):
         self.config_resources = [] if config_resources is _wire.DEFAULT else config_resources
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ListConfigResourcesResponse"
+    NAME = 'ListConfigResourcesResponse'
     API_KEY = 74
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class ConfigResource(KafkaStruct):
-        __slots__ = ("resource_name", "resource_type")
+        __slots__ = ('resource_name', 'resource_type')
 
         def __init__(self, *, resource_name: str = "", resource_type: int = 16) -> None:
             self.resource_name = resource_name
             self.resource_type = resource_type
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 ListConfigResourcesRequest.RESPONSE_CLASS = ListConfigResourcesResponse
@@ -191,10 +191,7 @@ def _r_ListConfigResourcesResponse_0(buf: Any, pos: int) -> tuple[ListConfigReso
     u3: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -284,10 +281,7 @@ def _r_ListConfigResourcesResponse_1(buf: Any, pos: int) -> tuple[ListConfigReso
     u3: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -309,10 +303,7 @@ def _r_ListConfigResourcesResponse_1(buf: Any, pos: int) -> tuple[ListConfigReso
                     pos = stop
                 else:
                     s3_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
-                (
-                    s3_resource_type,
-                    t3,
-                ) = _F_bB.unpack_from(buf, pos)
+                (s3_resource_type, t3,) = _F_bB.unpack_from(buf, pos)
                 pos += 2
                 u3 = _NO_TAGS
                 if t3:
@@ -422,8 +413,9 @@ def _w_ListConfigResourcesResponse__ConfigResource_1(
         raise EncodeError(f"cannot write ConfigResource: {exc}") from None
 
 
+
 ListConfigResourcesRequest._FIELDS = (
-    FieldInfo("resource_types", "int8", None, True, VersionRange(1, 1), _NONE, _NONE, None, False),
+    FieldInfo('resource_types', 'int8', None, True, VersionRange(1, 1), _NONE, _NONE, None, False),
 )
 ListConfigResourcesRequest._READERS = {0: _r_ListConfigResourcesRequest_0, 1: _r_ListConfigResourcesRequest_1}
 ListConfigResourcesRequest._WRITERS = {0: _w_ListConfigResourcesRequest_0, 1: _w_ListConfigResourcesRequest_1}
@@ -431,11 +423,11 @@ ListConfigResourcesRequest._WRITERS = {0: _w_ListConfigResourcesRequest_0, 1: _w
 _C_Response__ConfigResource = ListConfigResourcesResponse.ConfigResource
 
 ListConfigResourcesResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "config_resources",
-        "ConfigResource",
+        'config_resources',
+        'ConfigResource',
         _C_Response__ConfigResource,
         True,
         VersionRange(0, 1),
@@ -446,8 +438,8 @@ ListConfigResourcesResponse._FIELDS = (
     ),
 )
 _C_Response__ConfigResource._FIELDS = (
-    FieldInfo("resource_name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("resource_type", "int8", None, False, VersionRange(1, 1), _NONE, _NONE, None, True),
+    FieldInfo('resource_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('resource_type', 'int8', None, False, VersionRange(1, 1), _NONE, _NONE, None, True),
 )
 ListConfigResourcesResponse._READERS = {
     0: _r_ListConfigResourcesResponse_0,

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ListGroupsRequest", "ListGroupsResponse"]
+__all__ = ['ListGroupsRequest', 'ListGroupsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -18,8 +18,8 @@ _F_ih = struct.Struct(">ih")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class ListGroupsRequest(KafkaRequest["ListGroupsResponse"]):
-    __slots__ = ("states_filter", "types_filter")
+class ListGroupsRequest(KafkaRequest['ListGroupsResponse']):
+    __slots__ = ('states_filter', 'types_filter')
 
     def __init__(
         self,
@@ -31,16 +31,15 @@ class ListGroupsRequest(KafkaRequest["ListGroupsResponse"]):
         self.types_filter = [] if types_filter is _wire.DEFAULT else types_filter
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ListGroupsRequest"
+    NAME = 'ListGroupsRequest'
     API_KEY = 16
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 5)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
-    LISTENERS = ("broker",)
-
+    LISTENERS = ('broker',)
 
 class ListGroupsResponse(KafkaMessage):
-    __slots__ = ("error_code", "groups", "throttle_time_ms")
+    __slots__ = ('error_code', 'groups', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -54,14 +53,14 @@ class ListGroupsResponse(KafkaMessage):
         self.groups = [] if groups is _wire.DEFAULT else groups
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ListGroupsResponse"
+    NAME = 'ListGroupsResponse'
     API_KEY = 16
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 5)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
 
     class ListedGroup(KafkaStruct):
-        __slots__ = ("group_id", "group_state", "group_type", "protocol_type")
+        __slots__ = ('group_id', 'group_state', 'group_type', 'protocol_type')
 
         def __init__(
             self,
@@ -76,6 +75,7 @@ class ListGroupsResponse(KafkaMessage):
             self.group_state = group_state
             self.group_type = group_type
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 ListGroupsRequest.RESPONSE_CLASS = ListGroupsResponse
@@ -411,10 +411,7 @@ def _r_ListGroupsResponse_1(buf: Any, pos: int) -> tuple[ListGroupsResponse, int
     s1_groups: list[Any]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -484,10 +481,7 @@ def _r_ListGroupsResponse_2(buf: Any, pos: int) -> tuple[ListGroupsResponse, int
     u3: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -588,10 +582,7 @@ def _r_ListGroupsResponse_3(buf: Any, pos: int) -> tuple[ListGroupsResponse, int
     u3: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -701,10 +692,7 @@ def _r_ListGroupsResponse_4(buf: Any, pos: int) -> tuple[ListGroupsResponse, int
     u3: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -946,9 +934,10 @@ def _w_ListGroupsResponse__ListedGroup_3(out: bytearray, o: ListGroupsResponse.L
         raise EncodeError(f"cannot write ListedGroup: {exc}") from None
 
 
+
 ListGroupsRequest._FIELDS = (
-    FieldInfo("states_filter", "string", None, True, VersionRange(4, 5), _NONE, _NONE, None, False),
-    FieldInfo("types_filter", "string", None, True, VersionRange(5, 5), _NONE, _NONE, None, False),
+    FieldInfo('states_filter', 'string', None, True, VersionRange(4, 5), _NONE, _NONE, None, False),
+    FieldInfo('types_filter', 'string', None, True, VersionRange(5, 5), _NONE, _NONE, None, False),
 )
 ListGroupsRequest._READERS = {
     0: _r_ListGroupsRequest_0,
@@ -970,11 +959,11 @@ ListGroupsRequest._WRITERS = {
 _C_Response__ListedGroup = ListGroupsResponse.ListedGroup
 
 ListGroupsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(1, 5), _NONE, _NONE, None, True),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(1, 5), _NONE, _NONE, None, True),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
     FieldInfo(
-        "groups",
-        "ListedGroup",
+        'groups',
+        'ListedGroup',
         _C_Response__ListedGroup,
         True,
         VersionRange(0, 5),
@@ -985,10 +974,10 @@ ListGroupsResponse._FIELDS = (
     ),
 )
 _C_Response__ListedGroup._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("protocol_type", "string", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("group_state", "string", None, False, VersionRange(4, 5), _NONE, _NONE, None, True),
-    FieldInfo("group_type", "string", None, False, VersionRange(5, 5), _NONE, _NONE, None, True),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('protocol_type', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('group_state', 'string', None, False, VersionRange(4, 5), _NONE, _NONE, None, True),
+    FieldInfo('group_type', 'string', None, False, VersionRange(5, 5), _NONE, _NONE, None, True),
 )
 ListGroupsResponse._READERS = {
     0: _r_ListGroupsResponse_0,

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ListOffsetsRequest", "ListOffsetsResponse"]
+__all__ = ['ListOffsetsRequest', 'ListOffsetsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -29,8 +29,8 @@ _A_q = _wire.SHORT_ARRAYS["q"]
 _PI_q = _wire.CLASSIC_PREFIXED["q"]
 
 
-class ListOffsetsRequest(KafkaRequest["ListOffsetsResponse"]):
-    __slots__ = ("isolation_level", "replica_id", "timeout_ms", "topics")
+class ListOffsetsRequest(KafkaRequest['ListOffsetsResponse']):
+    __slots__ = ('isolation_level', 'replica_id', 'timeout_ms', 'topics')
 
     def __init__(
         self,
@@ -46,19 +46,19 @@ class ListOffsetsRequest(KafkaRequest["ListOffsetsResponse"]):
         self.timeout_ms = timeout_ms
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ListOffsetsRequest"
+    NAME = 'ListOffsetsRequest'
     API_KEY = 2
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 11)
     FLEXIBLE_VERSIONS = VersionRange(6, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 0)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class ListOffsetsPartition(KafkaStruct):
-        __slots__ = ("current_leader_epoch", "max_num_offsets", "partition_index", "timestamp")
+        __slots__ = ('current_leader_epoch', 'max_num_offsets', 'partition_index', 'timestamp')
 
         def __init__(
             self,
@@ -74,8 +74,9 @@ class ListOffsetsRequest(KafkaRequest["ListOffsetsResponse"]):
             self.max_num_offsets = max_num_offsets
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class ListOffsetsTopic(KafkaStruct):
-        __slots__ = ("name", "partitions")
+        __slots__ = ('name', 'partitions')
 
         def __init__(
             self,
@@ -89,7 +90,7 @@ class ListOffsetsRequest(KafkaRequest["ListOffsetsResponse"]):
 
 
 class ListOffsetsResponse(KafkaMessage):
-    __slots__ = ("throttle_time_ms", "topics")
+    __slots__ = ('throttle_time_ms', 'topics')
 
     def __init__(
         self,
@@ -101,23 +102,23 @@ class ListOffsetsResponse(KafkaMessage):
         self.topics = [] if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ListOffsetsResponse"
+    NAME = 'ListOffsetsResponse'
     API_KEY = 2
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 11)
     FLEXIBLE_VERSIONS = VersionRange(6, 32767)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class ListOffsetsPartitionResponse(KafkaStruct):
         __slots__ = (
-            "error_code",
-            "leader_epoch",
-            "offset",
-            "old_style_offsets",
-            "partition_index",
-            "timestamp",
+            'error_code',
+            'leader_epoch',
+            'offset',
+            'old_style_offsets',
+            'partition_index',
+            'timestamp',
         )
 
         def __init__(
@@ -138,8 +139,9 @@ class ListOffsetsResponse(KafkaMessage):
             self.leader_epoch = leader_epoch
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class ListOffsetsTopicResponse(KafkaStruct):
-        __slots__ = ("name", "partitions")
+        __slots__ = ('name', 'partitions')
 
         def __init__(
             self,
@@ -150,6 +152,7 @@ class ListOffsetsResponse(KafkaMessage):
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 ListOffsetsRequest.RESPONSE_CLASS = ListOffsetsResponse
@@ -289,10 +292,7 @@ def _r_ListOffsetsRequest_1(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
                     s3_partitions = []
                     add4 = s3_partitions.append
                     if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_timestamp,
-                        ) in _F_iq.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition_index, s5_timestamp,) in _F_iq.iter_unpack(buf[pos:stop5]):
                             o5 = _new(_C_Request__ListOffsetsPartition)
                             o5.partition_index = s5_partition_index
                             o5.timestamp = s5_timestamp
@@ -307,10 +307,7 @@ def _r_ListOffsetsRequest_1(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
                         s3_partitions = []
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_timestamp,
-                            ) = _F_iq.unpack_from(buf, pos)
+                            (s6_partition_index, s6_timestamp,) = _F_iq.unpack_from(buf, pos)
                             pos += 12
                             o6 = _new(_C_Request__ListOffsetsPartition)
                             o6.partition_index = s6_partition_index
@@ -360,10 +357,7 @@ def _r_ListOffsetsRequest_2(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
     s3_partitions: list[Any]
     try:
         buflen = len(buf)
-        (
-            s1_replica_id,
-            s1_isolation_level,
-        ) = _F_ib.unpack_from(buf, pos)
+        (s1_replica_id, s1_isolation_level,) = _F_ib.unpack_from(buf, pos)
         pos += 5
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -391,10 +385,7 @@ def _r_ListOffsetsRequest_2(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
                     s3_partitions = []
                     add4 = s3_partitions.append
                     if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_timestamp,
-                        ) in _F_iq.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition_index, s5_timestamp,) in _F_iq.iter_unpack(buf[pos:stop5]):
                             o5 = _new(_C_Request__ListOffsetsPartition)
                             o5.partition_index = s5_partition_index
                             o5.timestamp = s5_timestamp
@@ -409,10 +400,7 @@ def _r_ListOffsetsRequest_2(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
                         s3_partitions = []
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_timestamp,
-                            ) = _F_iq.unpack_from(buf, pos)
+                            (s6_partition_index, s6_timestamp,) = _F_iq.unpack_from(buf, pos)
                             pos += 12
                             o6 = _new(_C_Request__ListOffsetsPartition)
                             o6.partition_index = s6_partition_index
@@ -458,10 +446,7 @@ def _r_ListOffsetsRequest_3(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
     s3_partitions: list[Any]
     try:
         buflen = len(buf)
-        (
-            s1_replica_id,
-            s1_isolation_level,
-        ) = _F_ib.unpack_from(buf, pos)
+        (s1_replica_id, s1_isolation_level,) = _F_ib.unpack_from(buf, pos)
         pos += 5
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -561,10 +546,7 @@ def _r_ListOffsetsRequest_4(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
     u6: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_replica_id,
-            s1_isolation_level,
-        ) = _F_ib.unpack_from(buf, pos)
+        (s1_replica_id, s1_isolation_level,) = _F_ib.unpack_from(buf, pos)
         pos += 5
         n = buf[pos] - 1
         if n < 0x7F:
@@ -716,10 +698,7 @@ def _r_ListOffsetsRequest_5(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
     u6: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_replica_id,
-            s1_isolation_level,
-        ) = _F_ib.unpack_from(buf, pos)
+        (s1_replica_id, s1_isolation_level,) = _F_ib.unpack_from(buf, pos)
         pos += 5
         n = buf[pos] - 1
         if n < 0x7F:
@@ -817,10 +796,7 @@ def _r_ListOffsetsRequest_5(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
                 o3.partitions = s3_partitions
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_timeout_ms,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_timeout_ms, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -1043,10 +1019,7 @@ def _r_ListOffsetsResponse_0(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_error_code,
-                        ) = _F_ih.unpack_from(buf, pos)
+                        (s5_partition_index, s5_error_code,) = _F_ih.unpack_from(buf, pos)
                         pos += 6
                         n, pos = _wire.read_array_count(buf, pos)
                         if n < 0:
@@ -1575,7 +1548,7 @@ def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_0(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_q[n].pack(n, *x)
             else:
@@ -1737,11 +1710,11 @@ _C_Request__ListOffsetsPartition = ListOffsetsRequest.ListOffsetsPartition
 _C_Request__ListOffsetsTopic = ListOffsetsRequest.ListOffsetsTopic
 
 ListOffsetsRequest._FIELDS = (
-    FieldInfo("replica_id", "int32", None, False, VersionRange(0, 11), _NONE, _NONE, None, False),
-    FieldInfo("isolation_level", "int8", None, False, VersionRange(2, 11), _NONE, _NONE, None, False),
+    FieldInfo('replica_id', 'int32', None, False, VersionRange(0, 11), _NONE, _NONE, None, False),
+    FieldInfo('isolation_level', 'int8', None, False, VersionRange(2, 11), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "ListOffsetsTopic",
+        'topics',
+        'ListOffsetsTopic',
         _C_Request__ListOffsetsTopic,
         True,
         VersionRange(0, 11),
@@ -1750,19 +1723,19 @@ ListOffsetsRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("timeout_ms", "int32", None, False, VersionRange(10, 11), _NONE, _NONE, None, True),
+    FieldInfo('timeout_ms', 'int32', None, False, VersionRange(10, 11), _NONE, _NONE, None, True),
 )
 _C_Request__ListOffsetsPartition._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 11), _NONE, _NONE, None, False),
-    FieldInfo("current_leader_epoch", "int32", None, False, VersionRange(4, 11), _NONE, _NONE, None, True),
-    FieldInfo("timestamp", "int64", None, False, VersionRange(0, 11), _NONE, _NONE, None, False),
-    FieldInfo("max_num_offsets", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 11), _NONE, _NONE, None, False),
+    FieldInfo('current_leader_epoch', 'int32', None, False, VersionRange(4, 11), _NONE, _NONE, None, True),
+    FieldInfo('timestamp', 'int64', None, False, VersionRange(0, 11), _NONE, _NONE, None, False),
+    FieldInfo('max_num_offsets', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_Request__ListOffsetsTopic._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 11), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 11), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "ListOffsetsPartition",
+        'partitions',
+        'ListOffsetsPartition',
         _C_Request__ListOffsetsPartition,
         True,
         VersionRange(0, 11),
@@ -1805,10 +1778,10 @@ _C_Response__ListOffsetsPartitionResponse = ListOffsetsResponse.ListOffsetsParti
 _C_Response__ListOffsetsTopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 
 ListOffsetsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(2, 11), _NONE, _NONE, None, True),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(2, 11), _NONE, _NONE, None, True),
     FieldInfo(
-        "topics",
-        "ListOffsetsTopicResponse",
+        'topics',
+        'ListOffsetsTopicResponse',
         _C_Response__ListOffsetsTopicResponse,
         True,
         VersionRange(0, 11),
@@ -1819,18 +1792,18 @@ ListOffsetsResponse._FIELDS = (
     ),
 )
 _C_Response__ListOffsetsPartitionResponse._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 11), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 11), _NONE, _NONE, None, False),
-    FieldInfo("old_style_offsets", "int64", None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("timestamp", "int64", None, False, VersionRange(1, 11), _NONE, _NONE, None, False),
-    FieldInfo("offset", "int64", None, False, VersionRange(1, 11), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(4, 11), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 11), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 11), _NONE, _NONE, None, False),
+    FieldInfo('old_style_offsets', 'int64', None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('timestamp', 'int64', None, False, VersionRange(1, 11), _NONE, _NONE, None, False),
+    FieldInfo('offset', 'int64', None, False, VersionRange(1, 11), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(4, 11), _NONE, _NONE, None, False),
 )
 _C_Response__ListOffsetsTopicResponse._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 11), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 11), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "ListOffsetsPartitionResponse",
+        'partitions',
+        'ListOffsetsPartitionResponse',
         _C_Response__ListOffsetsPartitionResponse,
         True,
         VersionRange(0, 11),

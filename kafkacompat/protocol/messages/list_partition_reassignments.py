@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ListPartitionReassignmentsRequest", "ListPartitionReassignmentsResponse"]
+__all__ = ['ListPartitionReassignmentsRequest', 'ListPartitionReassignmentsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -23,8 +23,8 @@ _K_i = _wire.COUNTED_ARRAYS["i"]
 _PC_i = _wire.COMPACT_PREFIXED["i"]
 
 
-class ListPartitionReassignmentsRequest(KafkaRequest["ListPartitionReassignmentsResponse"]):
-    __slots__ = ("timeout_ms", "topics")
+class ListPartitionReassignmentsRequest(KafkaRequest['ListPartitionReassignmentsResponse']):
+    __slots__ = ('timeout_ms', 'topics')
 
     def __init__(
         self,
@@ -36,15 +36,15 @@ class ListPartitionReassignmentsRequest(KafkaRequest["ListPartitionReassignments
         self.topics = topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ListPartitionReassignmentsRequest"
+    NAME = 'ListPartitionReassignmentsRequest'
     API_KEY = 46
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker", "controller")
+    LISTENERS = ('broker', 'controller')
 
     class ListPartitionReassignmentsTopics(KafkaStruct):
-        __slots__ = ("name", "partition_indexes")
+        __slots__ = ('name', 'partition_indexes')
 
         def __init__(self, *, name: str = "", partition_indexes: list[int] = _wire.DEFAULT) -> None:
             self.name = name
@@ -53,7 +53,7 @@ class ListPartitionReassignmentsRequest(KafkaRequest["ListPartitionReassignments
 
 
 class ListPartitionReassignmentsResponse(KafkaMessage):
-    __slots__ = ("error_code", "error_message", "throttle_time_ms", "topics")
+    __slots__ = ('error_code', 'error_message', 'throttle_time_ms', 'topics')
 
     def __init__(
         self,
@@ -69,14 +69,14 @@ class ListPartitionReassignmentsResponse(KafkaMessage):
         self.topics = [] if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ListPartitionReassignmentsResponse"
+    NAME = 'ListPartitionReassignmentsResponse'
     API_KEY = 46
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class OngoingPartitionReassignment(KafkaStruct):
-        __slots__ = ("adding_replicas", "partition_index", "removing_replicas", "replicas")
+        __slots__ = ('adding_replicas', 'partition_index', 'removing_replicas', 'replicas')
 
         def __init__(
             self,
@@ -92,8 +92,9 @@ class ListPartitionReassignmentsResponse(KafkaMessage):
             self.removing_replicas = [] if removing_replicas is _wire.DEFAULT else removing_replicas
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class OngoingTopicReassignment(KafkaStruct):
-        __slots__ = ("name", "partitions")
+        __slots__ = ('name', 'partitions')
 
         def __init__(
             self,
@@ -104,6 +105,7 @@ class ListPartitionReassignmentsResponse(KafkaMessage):
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 ListPartitionReassignmentsRequest.RESPONSE_CLASS = ListPartitionReassignmentsResponse
@@ -208,7 +210,7 @@ def _w_ListPartitionReassignmentsRequest_0(out: bytearray, o: ListPartitionReass
         out += _F_i.pack(o.timeout_ms)
         x = o.topics
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -274,11 +276,7 @@ def _r_ListPartitionReassignmentsResponse_0(
     u5: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -322,10 +320,7 @@ def _r_ListPartitionReassignmentsResponse_0(
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            c,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s5_partition_index, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
                         if c == 1:  # empty (offline replicas, mostly): no unpack
                             s5_replicas = []
@@ -571,10 +566,10 @@ _C_Request__ListPartitionReassignmentsTopics = (
 )
 
 ListPartitionReassignmentsRequest._FIELDS = (
-    FieldInfo("timeout_ms", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('timeout_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "ListPartitionReassignmentsTopics",
+        'topics',
+        'ListPartitionReassignmentsTopics',
         _C_Request__ListPartitionReassignmentsTopics,
         True,
         VersionRange(0, 0),
@@ -585,8 +580,8 @@ ListPartitionReassignmentsRequest._FIELDS = (
     ),
 )
 _C_Request__ListPartitionReassignmentsTopics._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("partition_indexes", "int32", None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition_indexes', 'int32', None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 ListPartitionReassignmentsRequest._READERS = {0: _r_ListPartitionReassignmentsRequest_0}
 ListPartitionReassignmentsRequest._WRITERS = {0: _w_ListPartitionReassignmentsRequest_0}
@@ -595,11 +590,11 @@ _C_Response__OngoingPartitionReassignment = ListPartitionReassignmentsResponse.O
 _C_Response__OngoingTopicReassignment = ListPartitionReassignmentsResponse.OngoingTopicReassignment
 
 ListPartitionReassignmentsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 0),
@@ -609,8 +604,8 @@ ListPartitionReassignmentsResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "topics",
-        "OngoingTopicReassignment",
+        'topics',
+        'OngoingTopicReassignment',
         _C_Response__OngoingTopicReassignment,
         True,
         VersionRange(0, 0),
@@ -621,16 +616,16 @@ ListPartitionReassignmentsResponse._FIELDS = (
     ),
 )
 _C_Response__OngoingPartitionReassignment._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("replicas", "int32", None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("adding_replicas", "int32", None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("removing_replicas", "int32", None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('replicas', 'int32', None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('adding_replicas', 'int32', None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('removing_replicas', 'int32', None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_Response__OngoingTopicReassignment._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "OngoingPartitionReassignment",
+        'partitions',
+        'OngoingPartitionReassignment',
         _C_Response__OngoingPartitionReassignment,
         True,
         VersionRange(0, 0),

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ListTransactionsRequest", "ListTransactionsResponse"]
+__all__ = ['ListTransactionsRequest', 'ListTransactionsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -22,8 +22,8 @@ _K_q = _wire.COUNTED_ARRAYS["q"]
 _PC_q = _wire.COMPACT_PREFIXED["q"]
 
 
-class ListTransactionsRequest(KafkaRequest["ListTransactionsResponse"]):
-    __slots__ = ("duration_filter", "producer_id_filters", "state_filters", "transactional_id_pattern")
+class ListTransactionsRequest(KafkaRequest['ListTransactionsResponse']):
+    __slots__ = ('duration_filter', 'producer_id_filters', 'state_filters', 'transactional_id_pattern')
 
     def __init__(
         self,
@@ -39,16 +39,15 @@ class ListTransactionsRequest(KafkaRequest["ListTransactionsResponse"]):
         self.transactional_id_pattern = transactional_id_pattern
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ListTransactionsRequest"
+    NAME = 'ListTransactionsRequest'
     API_KEY = 66
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
-
+    LISTENERS = ('broker',)
 
 class ListTransactionsResponse(KafkaMessage):
-    __slots__ = ("error_code", "throttle_time_ms", "transaction_states", "unknown_state_filters")
+    __slots__ = ('error_code', 'throttle_time_ms', 'transaction_states', 'unknown_state_filters')
 
     def __init__(
         self,
@@ -64,14 +63,14 @@ class ListTransactionsResponse(KafkaMessage):
         self.transaction_states = [] if transaction_states is _wire.DEFAULT else transaction_states
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ListTransactionsResponse"
+    NAME = 'ListTransactionsResponse'
     API_KEY = 66
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class TransactionState(KafkaStruct):
-        __slots__ = ("producer_id", "transaction_state", "transactional_id")
+        __slots__ = ('producer_id', 'transaction_state', 'transactional_id')
 
         def __init__(
             self,
@@ -84,6 +83,7 @@ class ListTransactionsResponse(KafkaMessage):
             self.producer_id = producer_id
             self.transaction_state = transaction_state
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 ListTransactionsRequest.RESPONSE_CLASS = ListTransactionsResponse
@@ -261,10 +261,7 @@ def _r_ListTransactionsRequest_1(buf: Any, pos: int) -> tuple[ListTransactionsRe
                     pos = stop
                 else:
                     s1_producer_id_filters, pos = _wire.read_int_array(buf, pos, n, "q", 8)
-        (
-            s1_duration_filter,
-            t1,
-        ) = _F_qB.unpack_from(buf, pos)
+        (s1_duration_filter, t1,) = _F_qB.unpack_from(buf, pos)
         pos += 9
         u1 = _NO_TAGS
         if t1:
@@ -385,10 +382,7 @@ def _r_ListTransactionsRequest_2(buf: Any, pos: int) -> tuple[ListTransactionsRe
                     pos = stop
                 else:
                     s1_producer_id_filters, pos = _wire.read_int_array(buf, pos, n, "q", 8)
-        (
-            s1_duration_filter,
-            size,
-        ) = _F_qB.unpack_from(buf, pos)
+        (s1_duration_filter, size,) = _F_qB.unpack_from(buf, pos)
         pos += 8
         if 0 < size < 0x80:
             stop = pos + size
@@ -481,10 +475,7 @@ def _r_ListTransactionsResponse_0(buf: Any, pos: int) -> tuple[ListTransactionsR
     u4: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -527,10 +518,7 @@ def _r_ListTransactionsResponse_0(buf: Any, pos: int) -> tuple[ListTransactionsR
                     pos = stop
                 else:
                     s4_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
-                (
-                    s4_producer_id,
-                    size,
-                ) = _F_qB.unpack_from(buf, pos)
+                (s4_producer_id, size,) = _F_qB.unpack_from(buf, pos)
                 pos += 8
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -654,13 +642,14 @@ def _w_ListTransactionsResponse__TransactionState_0(
         raise EncodeError(f"cannot write TransactionState: {exc}") from None
 
 
+
 ListTransactionsRequest._FIELDS = (
-    FieldInfo("state_filters", "string", None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("producer_id_filters", "int64", None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("duration_filter", "int64", None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
+    FieldInfo('state_filters', 'string', None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('producer_id_filters', 'int64', None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('duration_filter', 'int64', None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "transactional_id_pattern",
-        "string",
+        'transactional_id_pattern',
+        'string',
         None,
         False,
         VersionRange(2, 2),
@@ -684,12 +673,12 @@ ListTransactionsRequest._WRITERS = {
 _C_Response__TransactionState = ListTransactionsResponse.TransactionState
 
 ListTransactionsResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("unknown_state_filters", "string", None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('unknown_state_filters', 'string', None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "transaction_states",
-        "TransactionState",
+        'transaction_states',
+        'TransactionState',
         _C_Response__TransactionState,
         True,
         VersionRange(0, 2),
@@ -700,9 +689,9 @@ ListTransactionsResponse._FIELDS = (
     ),
 )
 _C_Response__TransactionState._FIELDS = (
-    FieldInfo("transactional_id", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("producer_id", "int64", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("transaction_state", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('transactional_id', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('producer_id', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('transaction_state', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 ListTransactionsResponse._READERS = {
     0: _r_ListTransactionsResponse_0,

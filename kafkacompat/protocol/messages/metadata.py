@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["MetadataRequest", "MetadataResponse"]
+__all__ = ['MetadataRequest', 'MetadataResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -37,12 +37,12 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class MetadataRequest(KafkaRequest["MetadataResponse"]):
+class MetadataRequest(KafkaRequest['MetadataResponse']):
     __slots__ = (
-        "allow_auto_topic_creation",
-        "include_cluster_authorized_operations",
-        "include_topic_authorized_operations",
-        "topics",
+        'allow_auto_topic_creation',
+        'include_cluster_authorized_operations',
+        'include_topic_authorized_operations',
+        'topics',
     )
 
     def __init__(
@@ -59,16 +59,16 @@ class MetadataRequest(KafkaRequest["MetadataResponse"]):
         self.include_topic_authorized_operations = include_topic_authorized_operations
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "MetadataRequest"
+    NAME = 'MetadataRequest'
     API_KEY = 3
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 13)
     FLEXIBLE_VERSIONS = VersionRange(9, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 3)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
 
     class MetadataRequestTopic(KafkaStruct):
-        __slots__ = ("name", "topic_id")
+        __slots__ = ('name', 'topic_id')
 
         def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID, name: str | None = "") -> None:
             self.topic_id = topic_id
@@ -78,13 +78,13 @@ class MetadataRequest(KafkaRequest["MetadataResponse"]):
 
 class MetadataResponse(KafkaMessage):
     __slots__ = (
-        "brokers",
-        "cluster_authorized_operations",
-        "cluster_id",
-        "controller_id",
-        "error_code",
-        "throttle_time_ms",
-        "topics",
+        'brokers',
+        'cluster_authorized_operations',
+        'cluster_id',
+        'controller_id',
+        'error_code',
+        'throttle_time_ms',
+        'topics',
     )
 
     def __init__(
@@ -107,14 +107,14 @@ class MetadataResponse(KafkaMessage):
         self.error_code = error_code
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "MetadataResponse"
+    NAME = 'MetadataResponse'
     API_KEY = 3
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 13)
     FLEXIBLE_VERSIONS = VersionRange(9, 32767)
 
     class MetadataResponseBroker(KafkaStruct):
-        __slots__ = ("host", "node_id", "port", "rack")
+        __slots__ = ('host', 'node_id', 'port', 'rack')
 
         def __init__(
             self,
@@ -130,17 +130,17 @@ class MetadataResponse(KafkaMessage):
             self.rack = rack
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("node_id",)
+        MAP_KEY = ('node_id',)
 
     class MetadataResponsePartition(KafkaStruct):
         __slots__ = (
-            "error_code",
-            "isr_nodes",
-            "leader_epoch",
-            "leader_id",
-            "offline_replicas",
-            "partition_index",
-            "replica_nodes",
+            'error_code',
+            'isr_nodes',
+            'leader_epoch',
+            'leader_id',
+            'offline_replicas',
+            'partition_index',
+            'replica_nodes',
         )
 
         def __init__(
@@ -163,14 +163,15 @@ class MetadataResponse(KafkaMessage):
             self.offline_replicas = [] if offline_replicas is _wire.DEFAULT else offline_replicas
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class MetadataResponseTopic(KafkaStruct):
         __slots__ = (
-            "error_code",
-            "is_internal",
-            "name",
-            "partitions",
-            "topic_authorized_operations",
-            "topic_id",
+            'error_code',
+            'is_internal',
+            'name',
+            'partitions',
+            'topic_authorized_operations',
+            'topic_id',
         )
 
         def __init__(
@@ -191,7 +192,7 @@ class MetadataResponse(KafkaMessage):
             self.topic_authorized_operations = topic_authorized_operations
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
 
 MetadataRequest.RESPONSE_CLASS = MetadataResponse
@@ -322,7 +323,7 @@ def _w_MetadataRequest_1(out: bytearray, o: MetadataRequest) -> None:
             )
         x = o.topics
         if x is None:
-            out += b"\xff\xff\xff\xff"
+            out += b'\xff\xff\xff\xff'
         else:
             out += _wire.INT32.pack(len(x))
             for item in x:
@@ -387,7 +388,7 @@ def _w_MetadataRequest_2(out: bytearray, o: MetadataRequest) -> None:
             )
         x = o.topics
         if x is None:
-            out += b"\xff\xff\xff\xff"
+            out += b'\xff\xff\xff\xff'
         else:
             out += _wire.INT32.pack(len(x))
             for item in x:
@@ -447,7 +448,7 @@ def _w_MetadataRequest_3(out: bytearray, o: MetadataRequest) -> None:
     try:
         x = o.topics
         if x is None:
-            out += b"\xff\xff\xff\xff"
+            out += b'\xff\xff\xff\xff'
         else:
             out += _wire.INT32.pack(len(x))
             for item in x:
@@ -539,7 +540,7 @@ def _w_MetadataRequest_4(out: bytearray, o: MetadataRequest) -> None:
     try:
         x = o.topics
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -649,7 +650,7 @@ def _w_MetadataRequest_5(out: bytearray, o: MetadataRequest) -> None:
     try:
         x = o.topics
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -763,7 +764,7 @@ def _w_MetadataRequest_6(out: bytearray, o: MetadataRequest) -> None:
             )
         x = o.topics
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -904,11 +905,7 @@ def _r_MetadataResponse_0(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     s5_partitions = []
                     add6 = s5_partitions.append
                     for _ in range(n):
-                        (
-                            s7_error_code,
-                            s7_partition_index,
-                            s7_leader_id,
-                        ) = _F_hii.unpack_from(buf, pos)
+                        (s7_error_code, s7_partition_index, s7_leader_id,) = _F_hii.unpack_from(buf, pos)
                         pos += 10
                         n, pos = _wire.read_array_count(buf, pos)
                         if n < 0:
@@ -1068,11 +1065,7 @@ def _r_MetadataResponse_1(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     s5_partitions = []
                     add6 = s5_partitions.append
                     for _ in range(n):
-                        (
-                            s7_error_code,
-                            s7_partition_index,
-                            s7_leader_id,
-                        ) = _F_hii.unpack_from(buf, pos)
+                        (s7_error_code, s7_partition_index, s7_leader_id,) = _F_hii.unpack_from(buf, pos)
                         pos += 10
                         n, pos = _wire.read_array_count(buf, pos)
                         if n < 0:
@@ -1243,11 +1236,7 @@ def _r_MetadataResponse_2(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     s5_partitions = []
                     add6 = s5_partitions.append
                     for _ in range(n):
-                        (
-                            s7_error_code,
-                            s7_partition_index,
-                            s7_leader_id,
-                        ) = _F_hii.unpack_from(buf, pos)
+                        (s7_error_code, s7_partition_index, s7_leader_id,) = _F_hii.unpack_from(buf, pos)
                         pos += 10
                         n, pos = _wire.read_array_count(buf, pos)
                         if n < 0:
@@ -1422,11 +1411,7 @@ def _r_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     s5_partitions = []
                     add6 = s5_partitions.append
                     for _ in range(n):
-                        (
-                            s7_error_code,
-                            s7_partition_index,
-                            s7_leader_id,
-                        ) = _F_hii.unpack_from(buf, pos)
+                        (s7_error_code, s7_partition_index, s7_leader_id,) = _F_hii.unpack_from(buf, pos)
                         pos += 10
                         n, pos = _wire.read_array_count(buf, pos)
                         if n < 0:
@@ -1603,11 +1588,7 @@ def _r_MetadataResponse_4(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     s5_partitions = []
                     add6 = s5_partitions.append
                     for _ in range(n):
-                        (
-                            s7_error_code,
-                            s7_partition_index,
-                            s7_leader_id,
-                        ) = _F_hii.unpack_from(buf, pos)
+                        (s7_error_code, s7_partition_index, s7_leader_id,) = _F_hii.unpack_from(buf, pos)
                         pos += 10
                         n, pos = _wire.read_array_count(buf, pos)
                         if n < 0:
@@ -2115,10 +2096,7 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             s1_brokers = _wire.KeyedList()
             add2 = s1_brokers.append
             for _ in range(n):
-                (
-                    s3_node_id,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_node_id, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -2128,10 +2106,7 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_port, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -2188,10 +2163,7 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             s1_topics = _wire.KeyedList()
             add4 = s1_topics.append
             for _ in range(n):
-                (
-                    s5_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s5_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -2309,10 +2281,7 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                         o7.offline_replicas = s7_offline_replicas
                         o7._unknown_tags = u7
                         add6(o7)
-                (
-                    s5_topic_authorized_operations,
-                    t5,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s5_topic_authorized_operations, t5,) = _F_iB.unpack_from(buf, pos)
                 pos += 5
                 u5 = _NO_TAGS
                 if t5:
@@ -2334,10 +2303,7 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 o5.topic_authorized_operations = s5_topic_authorized_operations
                 o5._unknown_tags = u5
                 add4(o5)
-        (
-            s1_cluster_authorized_operations,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_cluster_authorized_operations, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -2434,10 +2400,7 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             s1_brokers = _wire.KeyedList()
             add2 = s1_brokers.append
             for _ in range(n):
-                (
-                    s3_node_id,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_node_id, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -2447,10 +2410,7 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_port, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -2507,10 +2467,7 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             s1_topics = _wire.KeyedList()
             add4 = s1_topics.append
             for _ in range(n):
-                (
-                    s5_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s5_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -2635,10 +2592,7 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                         o7.offline_replicas = s7_offline_replicas
                         o7._unknown_tags = u7
                         add6(o7)
-                (
-                    s5_topic_authorized_operations,
-                    t5,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s5_topic_authorized_operations, t5,) = _F_iB.unpack_from(buf, pos)
                 pos += 5
                 u5 = _NO_TAGS
                 if t5:
@@ -2660,10 +2614,7 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 o5.topic_authorized_operations = s5_topic_authorized_operations
                 o5._unknown_tags = u5
                 add4(o5)
-        (
-            s1_cluster_authorized_operations,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_cluster_authorized_operations, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -2760,10 +2711,7 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             s1_brokers = _wire.KeyedList()
             add2 = s1_brokers.append
             for _ in range(n):
-                (
-                    s3_node_id,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_node_id, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -2773,10 +2721,7 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_port, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -2833,10 +2778,7 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             s1_topics = _wire.KeyedList()
             add4 = s1_topics.append
             for _ in range(n):
-                (
-                    s5_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s5_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -2961,10 +2903,7 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                         o7.offline_replicas = s7_offline_replicas
                         o7._unknown_tags = u7
                         add6(o7)
-                (
-                    s5_topic_authorized_operations,
-                    t5,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s5_topic_authorized_operations, t5,) = _F_iB.unpack_from(buf, pos)
                 pos += 5
                 u5 = _NO_TAGS
                 if t5:
@@ -3087,10 +3026,7 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             s1_brokers = _wire.KeyedList()
             add2 = s1_brokers.append
             for _ in range(n):
-                (
-                    s3_node_id,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_node_id, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -3100,10 +3036,7 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_port, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -3160,10 +3093,7 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             s1_topics = _wire.KeyedList()
             add4 = s1_topics.append
             for _ in range(n):
-                (
-                    s5_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s5_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -3291,10 +3221,7 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                         o7.offline_replicas = s7_offline_replicas
                         o7._unknown_tags = u7
                         add6(o7)
-                (
-                    s5_topic_authorized_operations,
-                    t5,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s5_topic_authorized_operations, t5,) = _F_iB.unpack_from(buf, pos)
                 pos += 5
                 u5 = _NO_TAGS
                 if t5:
@@ -3417,10 +3344,7 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             s1_brokers = _wire.KeyedList()
             add2 = s1_brokers.append
             for _ in range(n):
-                (
-                    s3_node_id,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_node_id, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -3430,10 +3354,7 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_port, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -3490,10 +3411,7 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             s1_topics = _wire.KeyedList()
             add4 = s1_topics.append
             for _ in range(n):
-                (
-                    s5_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s5_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -3621,10 +3539,7 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                         o7.offline_replicas = s7_offline_replicas
                         o7._unknown_tags = u7
                         add6(o7)
-                (
-                    s5_topic_authorized_operations,
-                    t5,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s5_topic_authorized_operations, t5,) = _F_iB.unpack_from(buf, pos)
                 pos += 5
                 u5 = _NO_TAGS
                 if t5:
@@ -3646,10 +3561,7 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 o5.topic_authorized_operations = s5_topic_authorized_operations
                 o5._unknown_tags = u5
                 add4(o5)
-        (
-            s1_error_code,
-            t1,
-        ) = _F_hB.unpack_from(buf, pos)
+        (s1_error_code, t1,) = _F_hB.unpack_from(buf, pos)
         pos += 3
         u1 = _NO_TAGS
         if t1:
@@ -3802,7 +3714,7 @@ def _w_MetadataResponse__MetadataResponsePartition_0(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -3814,7 +3726,7 @@ def _w_MetadataResponse__MetadataResponsePartition_0(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -3837,7 +3749,7 @@ def _w_MetadataResponse__MetadataResponsePartition_1(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -3849,7 +3761,7 @@ def _w_MetadataResponse__MetadataResponsePartition_1(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -3861,7 +3773,7 @@ def _w_MetadataResponse__MetadataResponsePartition_1(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -3884,7 +3796,7 @@ def _w_MetadataResponse__MetadataResponsePartition_2(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -3896,7 +3808,7 @@ def _w_MetadataResponse__MetadataResponsePartition_2(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -3908,7 +3820,7 @@ def _w_MetadataResponse__MetadataResponsePartition_2(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -4226,8 +4138,8 @@ _C_Request__MetadataRequestTopic = MetadataRequest.MetadataRequestTopic
 
 MetadataRequest._FIELDS = (
     FieldInfo(
-        "topics",
-        "MetadataRequestTopic",
+        'topics',
+        'MetadataRequestTopic',
         _C_Request__MetadataRequestTopic,
         True,
         VersionRange(0, 13),
@@ -4237,8 +4149,8 @@ MetadataRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "allow_auto_topic_creation",
-        "bool",
+        'allow_auto_topic_creation',
+        'bool',
         None,
         False,
         VersionRange(4, 13),
@@ -4248,8 +4160,8 @@ MetadataRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "include_cluster_authorized_operations",
-        "bool",
+        'include_cluster_authorized_operations',
+        'bool',
         None,
         False,
         VersionRange(8, 10),
@@ -4259,8 +4171,8 @@ MetadataRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "include_topic_authorized_operations",
-        "bool",
+        'include_topic_authorized_operations',
+        'bool',
         None,
         False,
         VersionRange(8, 13),
@@ -4271,10 +4183,10 @@ MetadataRequest._FIELDS = (
     ),
 )
 _C_Request__MetadataRequestTopic._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(10, 13), _NONE, _NONE, None, True),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(10, 13), _NONE, _NONE, None, True),
     FieldInfo(
-        "name",
-        "string",
+        'name',
+        'string',
         None,
         False,
         VersionRange(0, 13),
@@ -4322,10 +4234,10 @@ _C_Response__MetadataResponsePartition = MetadataResponse.MetadataResponsePartit
 _C_Response__MetadataResponseTopic = MetadataResponse.MetadataResponseTopic
 
 MetadataResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(3, 13), _NONE, _NONE, None, True),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(3, 13), _NONE, _NONE, None, True),
     FieldInfo(
-        "brokers",
-        "MetadataResponseBroker",
+        'brokers',
+        'MetadataResponseBroker',
         _C_Response__MetadataResponseBroker,
         True,
         VersionRange(0, 13),
@@ -4335,8 +4247,8 @@ MetadataResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "cluster_id",
-        "string",
+        'cluster_id',
+        'string',
         None,
         False,
         VersionRange(2, 13),
@@ -4345,10 +4257,10 @@ MetadataResponse._FIELDS = (
         None,
         True,
     ),
-    FieldInfo("controller_id", "int32", None, False, VersionRange(1, 13), _NONE, _NONE, None, True),
+    FieldInfo('controller_id', 'int32', None, False, VersionRange(1, 13), _NONE, _NONE, None, True),
     FieldInfo(
-        "topics",
-        "MetadataResponseTopic",
+        'topics',
+        'MetadataResponseTopic',
         _C_Response__MetadataResponseTopic,
         True,
         VersionRange(0, 13),
@@ -4358,8 +4270,8 @@ MetadataResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "cluster_authorized_operations",
-        "int32",
+        'cluster_authorized_operations',
+        'int32',
         None,
         False,
         VersionRange(8, 10),
@@ -4368,28 +4280,28 @@ MetadataResponse._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("error_code", "int16", None, False, VersionRange(13, 13), _NONE, _NONE, None, True),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(13, 13), _NONE, _NONE, None, True),
 )
 _C_Response__MetadataResponseBroker._FIELDS = (
-    FieldInfo("node_id", "int32", None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
-    FieldInfo("port", "int32", None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
-    FieldInfo("rack", "string", None, False, VersionRange(1, 13), VersionRange(1, 32767), _NONE, None, True),
+    FieldInfo('node_id', 'int32', None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
+    FieldInfo('port', 'int32', None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
+    FieldInfo('rack', 'string', None, False, VersionRange(1, 13), VersionRange(1, 32767), _NONE, None, True),
 )
 _C_Response__MetadataResponsePartition._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
-    FieldInfo("leader_id", "int32", None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(7, 13), _NONE, _NONE, None, True),
-    FieldInfo("replica_nodes", "int32", None, True, VersionRange(0, 13), _NONE, _NONE, None, False),
-    FieldInfo("isr_nodes", "int32", None, True, VersionRange(0, 13), _NONE, _NONE, None, False),
-    FieldInfo("offline_replicas", "int32", None, True, VersionRange(5, 13), _NONE, _NONE, None, True),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
+    FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(7, 13), _NONE, _NONE, None, True),
+    FieldInfo('replica_nodes', 'int32', None, True, VersionRange(0, 13), _NONE, _NONE, None, False),
+    FieldInfo('isr_nodes', 'int32', None, True, VersionRange(0, 13), _NONE, _NONE, None, False),
+    FieldInfo('offline_replicas', 'int32', None, True, VersionRange(5, 13), _NONE, _NONE, None, True),
 )
 _C_Response__MetadataResponseTopic._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
     FieldInfo(
-        "name",
-        "string",
+        'name',
+        'string',
         None,
         False,
         VersionRange(0, 13),
@@ -4398,11 +4310,11 @@ _C_Response__MetadataResponseTopic._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(10, 13), _NONE, _NONE, None, True),
-    FieldInfo("is_internal", "bool", None, False, VersionRange(1, 13), _NONE, _NONE, None, True),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(10, 13), _NONE, _NONE, None, True),
+    FieldInfo('is_internal', 'bool', None, False, VersionRange(1, 13), _NONE, _NONE, None, True),
     FieldInfo(
-        "partitions",
-        "MetadataResponsePartition",
+        'partitions',
+        'MetadataResponsePartition',
         _C_Response__MetadataResponsePartition,
         True,
         VersionRange(0, 13),
@@ -4412,8 +4324,8 @@ _C_Response__MetadataResponseTopic._FIELDS = (
         False,
     ),
     FieldInfo(
-        "topic_authorized_operations",
-        "int32",
+        'topic_authorized_operations',
+        'int32',
         None,
         False,
         VersionRange(8, 13),

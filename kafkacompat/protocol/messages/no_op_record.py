@@ -8,7 +8,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["NoOpRecord"]
+__all__ = ['NoOpRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -18,9 +18,9 @@ _NO_TAGS = _wire.EMPTY_TAGS
 class NoOpRecord(KafkaMessage):
     __slots__ = ()
 
-    NAME = "NoOpRecord"
+    NAME = 'NoOpRecord'
     API_KEY = 20
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -55,6 +55,7 @@ def _w_NoOpRecord_0(out: bytearray, o: NoOpRecord) -> None:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write NoOpRecord: {exc}") from None
+
 
 
 NoOpRecord._FIELDS = ()

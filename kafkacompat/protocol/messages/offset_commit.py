@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["OffsetCommitRequest", "OffsetCommitResponse"]
+__all__ = ['OffsetCommitRequest', 'OffsetCommitResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -30,14 +30,14 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class OffsetCommitRequest(KafkaRequest["OffsetCommitResponse"]):
+class OffsetCommitRequest(KafkaRequest['OffsetCommitResponse']):
     __slots__ = (
-        "generation_id_or_member_epoch",
-        "group_id",
-        "group_instance_id",
-        "member_id",
-        "retention_time_ms",
-        "topics",
+        'generation_id_or_member_epoch',
+        'group_id',
+        'group_instance_id',
+        'member_id',
+        'retention_time_ms',
+        'topics',
     )
 
     def __init__(
@@ -58,24 +58,24 @@ class OffsetCommitRequest(KafkaRequest["OffsetCommitResponse"]):
         self.topics = [] if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "OffsetCommitRequest"
+    NAME = 'OffsetCommitRequest'
     API_KEY = 8
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 10)
     FLEXIBLE_VERSIONS = VersionRange(8, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 1)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
     REMOVED_VERSIONS = VersionRange(0, 1)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class OffsetCommitRequestPartition(KafkaStruct):
         __slots__ = (
-            "commit_timestamp",
-            "committed_leader_epoch",
-            "committed_metadata",
-            "committed_offset",
-            "partition_index",
+            'commit_timestamp',
+            'committed_leader_epoch',
+            'committed_metadata',
+            'committed_offset',
+            'partition_index',
         )
 
         def __init__(
@@ -94,8 +94,9 @@ class OffsetCommitRequest(KafkaRequest["OffsetCommitResponse"]):
             self.committed_metadata = committed_metadata
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class OffsetCommitRequestTopic(KafkaStruct):
-        __slots__ = ("name", "partitions", "topic_id")
+        __slots__ = ('name', 'partitions', 'topic_id')
 
         def __init__(
             self,
@@ -111,7 +112,7 @@ class OffsetCommitRequest(KafkaRequest["OffsetCommitResponse"]):
 
 
 class OffsetCommitResponse(KafkaMessage):
-    __slots__ = ("throttle_time_ms", "topics")
+    __slots__ = ('throttle_time_ms', 'topics')
 
     def __init__(
         self,
@@ -123,25 +124,26 @@ class OffsetCommitResponse(KafkaMessage):
         self.topics = [] if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "OffsetCommitResponse"
+    NAME = 'OffsetCommitResponse'
     API_KEY = 8
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 10)
     FLEXIBLE_VERSIONS = VersionRange(8, 32767)
     REMOVED_VERSIONS = VersionRange(0, 1)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class OffsetCommitResponsePartition(KafkaStruct):
-        __slots__ = ("error_code", "partition_index")
+        __slots__ = ('error_code', 'partition_index')
 
         def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class OffsetCommitResponseTopic(KafkaStruct):
-        __slots__ = ("name", "partitions", "topic_id")
+        __slots__ = ('name', 'partitions', 'topic_id')
 
         def __init__(
             self,
@@ -154,6 +156,7 @@ class OffsetCommitResponse(KafkaMessage):
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 OffsetCommitRequest.RESPONSE_CLASS = OffsetCommitResponse
@@ -201,10 +204,7 @@ def _r_OffsetCommitRequest_0(buf: Any, pos: int) -> tuple[OffsetCommitRequest, i
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_committed_offset,
-                        ) = _F_iq.unpack_from(buf, pos)
+                        (s5_partition_index, s5_committed_offset,) = _F_iq.unpack_from(buf, pos)
                         pos += 12
                         size = buf[pos] << 8 | buf[pos + 1]
                         if size < 0x8000:
@@ -447,10 +447,7 @@ def _r_OffsetCommitRequest_2(buf: Any, pos: int) -> tuple[OffsetCommitRequest, i
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_committed_offset,
-                        ) = _F_iq.unpack_from(buf, pos)
+                        (s5_partition_index, s5_committed_offset,) = _F_iq.unpack_from(buf, pos)
                         pos += 12
                         size = buf[pos] << 8 | buf[pos + 1]
                         if size < 0x8000:
@@ -572,10 +569,7 @@ def _r_OffsetCommitRequest_3(buf: Any, pos: int) -> tuple[OffsetCommitRequest, i
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_committed_offset,
-                        ) = _F_iq.unpack_from(buf, pos)
+                        (s5_partition_index, s5_committed_offset,) = _F_iq.unpack_from(buf, pos)
                         pos += 12
                         size = buf[pos] << 8 | buf[pos + 1]
                         if size < 0x8000:
@@ -918,10 +912,7 @@ def _r_OffsetCommitRequest_6(buf: Any, pos: int) -> tuple[OffsetCommitRequest, i
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        (
-            s1_generation_id_or_member_epoch,
-            size,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_generation_id_or_member_epoch, size,) = _F_iB.unpack_from(buf, pos)
         pos += 4
         if 0 < size < 0x80:
             stop = pos + size
@@ -1122,10 +1113,7 @@ def _r_OffsetCommitRequest_7(buf: Any, pos: int) -> tuple[OffsetCommitRequest, i
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        (
-            s1_generation_id_or_member_epoch,
-            size,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_generation_id_or_member_epoch, size,) = _F_iB.unpack_from(buf, pos)
         pos += 4
         if 0 < size < 0x80:
             stop = pos + size
@@ -1536,10 +1524,7 @@ def _r_OffsetCommitResponse_0(buf: Any, pos: int) -> tuple[OffsetCommitResponse,
                     s3_partitions = []
                     add4 = s3_partitions.append
                     if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_error_code,
-                        ) in _F_ih.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition_index, s5_error_code,) in _F_ih.iter_unpack(buf[pos:stop5]):
                             o5 = _new(_C_Response__OffsetCommitResponsePartition)
                             o5.partition_index = s5_partition_index
                             o5.error_code = s5_error_code
@@ -1552,10 +1537,7 @@ def _r_OffsetCommitResponse_0(buf: Any, pos: int) -> tuple[OffsetCommitResponse,
                         s3_partitions = []
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_error_code,
-                            ) = _F_ih.unpack_from(buf, pos)
+                            (s6_partition_index, s6_error_code,) = _F_ih.unpack_from(buf, pos)
                             pos += 6
                             o6 = _new(_C_Response__OffsetCommitResponsePartition)
                             o6.partition_index = s6_partition_index
@@ -1625,10 +1607,7 @@ def _r_OffsetCommitResponse_1(buf: Any, pos: int) -> tuple[OffsetCommitResponse,
                     s3_partitions = []
                     add4 = s3_partitions.append
                     if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_error_code,
-                        ) in _F_ih.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition_index, s5_error_code,) in _F_ih.iter_unpack(buf[pos:stop5]):
                             o5 = _new(_C_Response__OffsetCommitResponsePartition)
                             o5.partition_index = s5_partition_index
                             o5.error_code = s5_error_code
@@ -1641,10 +1620,7 @@ def _r_OffsetCommitResponse_1(buf: Any, pos: int) -> tuple[OffsetCommitResponse,
                         s3_partitions = []
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_error_code,
-                            ) = _F_ih.unpack_from(buf, pos)
+                            (s6_partition_index, s6_error_code,) = _F_ih.unpack_from(buf, pos)
                             pos += 6
                             o6 = _new(_C_Response__OffsetCommitResponsePartition)
                             o6.partition_index = s6_partition_index
@@ -1724,11 +1700,7 @@ def _r_OffsetCommitResponse_2(buf: Any, pos: int) -> tuple[OffsetCommitResponse,
                     s3_partitions = []
                     add4 = s3_partitions.append
                     if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_error_code,
-                            t5,
-                        ) in _F_ihB.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition_index, s5_error_code, t5,) in _F_ihB.iter_unpack(buf[pos:stop5]):
                             if t5:
                                 break
                             o5 = _new(_C_Response__OffsetCommitResponsePartition)
@@ -1743,11 +1715,7 @@ def _r_OffsetCommitResponse_2(buf: Any, pos: int) -> tuple[OffsetCommitResponse,
                         s3_partitions = []
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_error_code,
-                                t6,
-                            ) = _F_ihB.unpack_from(buf, pos)
+                            (s6_partition_index, s6_error_code, t6,) = _F_ihB.unpack_from(buf, pos)
                             pos += 7
                             u6 = _NO_TAGS
                             if t6:
@@ -1867,11 +1835,7 @@ def _r_OffsetCommitResponse_3(buf: Any, pos: int) -> tuple[OffsetCommitResponse,
                     s3_partitions = []
                     add4 = s3_partitions.append
                     if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_error_code,
-                            t5,
-                        ) in _F_ihB.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition_index, s5_error_code, t5,) in _F_ihB.iter_unpack(buf[pos:stop5]):
                             if t5:
                                 break
                             o5 = _new(_C_Response__OffsetCommitResponsePartition)
@@ -1886,11 +1850,7 @@ def _r_OffsetCommitResponse_3(buf: Any, pos: int) -> tuple[OffsetCommitResponse,
                         s3_partitions = []
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_error_code,
-                                t6,
-                            ) = _F_ihB.unpack_from(buf, pos)
+                            (s6_partition_index, s6_error_code, t6,) = _F_ihB.unpack_from(buf, pos)
                             pos += 7
                             u6 = _NO_TAGS
                             if t6:
@@ -2081,10 +2041,10 @@ _C_Request__OffsetCommitRequestPartition = OffsetCommitRequest.OffsetCommitReque
 _C_Request__OffsetCommitRequestTopic = OffsetCommitRequest.OffsetCommitRequestTopic
 
 OffsetCommitRequest._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 10), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 10), _NONE, _NONE, None, False),
     FieldInfo(
-        "generation_id_or_member_epoch",
-        "int32",
+        'generation_id_or_member_epoch',
+        'int32',
         None,
         False,
         VersionRange(1, 10),
@@ -2093,10 +2053,10 @@ OffsetCommitRequest._FIELDS = (
         None,
         True,
     ),
-    FieldInfo("member_id", "string", None, False, VersionRange(1, 10), _NONE, _NONE, None, True),
+    FieldInfo('member_id', 'string', None, False, VersionRange(1, 10), _NONE, _NONE, None, True),
     FieldInfo(
-        "group_instance_id",
-        "string",
+        'group_instance_id',
+        'string',
         None,
         False,
         VersionRange(7, 10),
@@ -2105,10 +2065,10 @@ OffsetCommitRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("retention_time_ms", "int64", None, False, VersionRange(2, 4), _NONE, _NONE, None, True),
+    FieldInfo('retention_time_ms', 'int64', None, False, VersionRange(2, 4), _NONE, _NONE, None, True),
     FieldInfo(
-        "topics",
-        "OffsetCommitRequestTopic",
+        'topics',
+        'OffsetCommitRequestTopic',
         _C_Request__OffsetCommitRequestTopic,
         True,
         VersionRange(0, 10),
@@ -2119,13 +2079,13 @@ OffsetCommitRequest._FIELDS = (
     ),
 )
 _C_Request__OffsetCommitRequestPartition._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 10), _NONE, _NONE, None, False),
-    FieldInfo("committed_offset", "int64", None, False, VersionRange(0, 10), _NONE, _NONE, None, False),
-    FieldInfo("committed_leader_epoch", "int32", None, False, VersionRange(6, 10), _NONE, _NONE, None, True),
-    FieldInfo("commit_timestamp", "int64", None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 10), _NONE, _NONE, None, False),
+    FieldInfo('committed_offset', 'int64', None, False, VersionRange(0, 10), _NONE, _NONE, None, False),
+    FieldInfo('committed_leader_epoch', 'int32', None, False, VersionRange(6, 10), _NONE, _NONE, None, True),
+    FieldInfo('commit_timestamp', 'int64', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "committed_metadata",
-        "string",
+        'committed_metadata',
+        'string',
         None,
         False,
         VersionRange(0, 10),
@@ -2136,11 +2096,11 @@ _C_Request__OffsetCommitRequestPartition._FIELDS = (
     ),
 )
 _C_Request__OffsetCommitRequestTopic._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 9), _NONE, _NONE, None, True),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(10, 10), _NONE, _NONE, None, True),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 9), _NONE, _NONE, None, True),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(10, 10), _NONE, _NONE, None, True),
     FieldInfo(
-        "partitions",
-        "OffsetCommitRequestPartition",
+        'partitions',
+        'OffsetCommitRequestPartition',
         _C_Request__OffsetCommitRequestPartition,
         True,
         VersionRange(0, 10),
@@ -2181,10 +2141,10 @@ _C_Response__OffsetCommitResponsePartition = OffsetCommitResponse.OffsetCommitRe
 _C_Response__OffsetCommitResponseTopic = OffsetCommitResponse.OffsetCommitResponseTopic
 
 OffsetCommitResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(3, 10), _NONE, _NONE, None, True),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(3, 10), _NONE, _NONE, None, True),
     FieldInfo(
-        "topics",
-        "OffsetCommitResponseTopic",
+        'topics',
+        'OffsetCommitResponseTopic',
         _C_Response__OffsetCommitResponseTopic,
         True,
         VersionRange(0, 10),
@@ -2195,15 +2155,15 @@ OffsetCommitResponse._FIELDS = (
     ),
 )
 _C_Response__OffsetCommitResponsePartition._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 10), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 10), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 10), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 10), _NONE, _NONE, None, False),
 )
 _C_Response__OffsetCommitResponseTopic._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 9), _NONE, _NONE, None, True),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(10, 10), _NONE, _NONE, None, True),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 9), _NONE, _NONE, None, True),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(10, 10), _NONE, _NONE, None, True),
     FieldInfo(
-        "partitions",
-        "OffsetCommitResponsePartition",
+        'partitions',
+        'OffsetCommitResponsePartition',
         _C_Response__OffsetCommitResponsePartition,
         True,
         VersionRange(0, 10),

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["OffsetDeleteRequest", "OffsetDeleteResponse"]
+__all__ = ['OffsetDeleteRequest', 'OffsetDeleteResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -19,8 +19,8 @@ _F_ih = struct.Struct(">ih")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class OffsetDeleteRequest(KafkaRequest["OffsetDeleteResponse"]):
-    __slots__ = ("group_id", "topics")
+class OffsetDeleteRequest(KafkaRequest['OffsetDeleteResponse']):
+    __slots__ = ('group_id', 'topics')
 
     def __init__(
         self,
@@ -32,22 +32,23 @@ class OffsetDeleteRequest(KafkaRequest["OffsetDeleteResponse"]):
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "OffsetDeleteRequest"
+    NAME = 'OffsetDeleteRequest'
     API_KEY = 47
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(1, 0)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
 
     class OffsetDeleteRequestPartition(KafkaStruct):
-        __slots__ = ("partition_index",)
+        __slots__ = ('partition_index',)
 
         def __init__(self, *, partition_index: int = 0) -> None:
             self.partition_index = partition_index
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class OffsetDeleteRequestTopic(KafkaStruct):
-        __slots__ = ("name", "partitions")
+        __slots__ = ('name', 'partitions')
 
         def __init__(
             self,
@@ -59,11 +60,10 @@ class OffsetDeleteRequest(KafkaRequest["OffsetDeleteResponse"]):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
-
+        MAP_KEY = ('name',)
 
 class OffsetDeleteResponse(KafkaMessage):
-    __slots__ = ("error_code", "throttle_time_ms", "topics")
+    __slots__ = ('error_code', 'throttle_time_ms', 'topics')
 
     def __init__(
         self,
@@ -77,24 +77,24 @@ class OffsetDeleteResponse(KafkaMessage):
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "OffsetDeleteResponse"
+    NAME = 'OffsetDeleteResponse'
     API_KEY = 47
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(1, 0)
 
     class OffsetDeleteResponsePartition(KafkaStruct):
-        __slots__ = ("error_code", "partition_index")
+        __slots__ = ('error_code', 'partition_index')
 
         def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("partition_index",)
+        MAP_KEY = ('partition_index',)
 
     class OffsetDeleteResponseTopic(KafkaStruct):
-        __slots__ = ("name", "partitions")
+        __slots__ = ('name', 'partitions')
 
         def __init__(
             self,
@@ -106,7 +106,7 @@ class OffsetDeleteResponse(KafkaMessage):
             self.partitions = _wire.KeyedList() if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
 
 OffsetDeleteRequest.RESPONSE_CLASS = OffsetDeleteResponse
@@ -242,10 +242,7 @@ def _r_OffsetDeleteResponse_0(buf: Any, pos: int) -> tuple[OffsetDeleteResponse,
     s3_partitions: list[Any]
     try:
         buflen = len(buf)
-        (
-            s1_error_code,
-            s1_throttle_time_ms,
-        ) = _F_hi.unpack_from(buf, pos)
+        (s1_error_code, s1_throttle_time_ms,) = _F_hi.unpack_from(buf, pos)
         pos += 6
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -273,10 +270,7 @@ def _r_OffsetDeleteResponse_0(buf: Any, pos: int) -> tuple[OffsetDeleteResponse,
                     s3_partitions = _wire.KeyedList()
                     add4 = s3_partitions.append
                     if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_error_code,
-                        ) in _F_ih.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition_index, s5_error_code,) in _F_ih.iter_unpack(buf[pos:stop5]):
                             o5 = _new(_C_Response__OffsetDeleteResponsePartition)
                             o5.partition_index = s5_partition_index
                             o5.error_code = s5_error_code
@@ -289,10 +283,7 @@ def _r_OffsetDeleteResponse_0(buf: Any, pos: int) -> tuple[OffsetDeleteResponse,
                         s3_partitions = _wire.KeyedList()
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_error_code,
-                            ) = _F_ih.unpack_from(buf, pos)
+                            (s6_partition_index, s6_error_code,) = _F_ih.unpack_from(buf, pos)
                             pos += 6
                             o6 = _new(_C_Response__OffsetDeleteResponsePartition)
                             o6.partition_index = s6_partition_index
@@ -366,10 +357,10 @@ _C_Request__OffsetDeleteRequestPartition = OffsetDeleteRequest.OffsetDeleteReque
 _C_Request__OffsetDeleteRequestTopic = OffsetDeleteRequest.OffsetDeleteRequestTopic
 
 OffsetDeleteRequest._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "OffsetDeleteRequestTopic",
+        'topics',
+        'OffsetDeleteRequestTopic',
         _C_Request__OffsetDeleteRequestTopic,
         True,
         VersionRange(0, 0),
@@ -380,13 +371,13 @@ OffsetDeleteRequest._FIELDS = (
     ),
 )
 _C_Request__OffsetDeleteRequestPartition._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_Request__OffsetDeleteRequestTopic._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "OffsetDeleteRequestPartition",
+        'partitions',
+        'OffsetDeleteRequestPartition',
         _C_Request__OffsetDeleteRequestPartition,
         True,
         VersionRange(0, 0),
@@ -403,11 +394,11 @@ _C_Response__OffsetDeleteResponsePartition = OffsetDeleteResponse.OffsetDeleteRe
 _C_Response__OffsetDeleteResponseTopic = OffsetDeleteResponse.OffsetDeleteResponseTopic
 
 OffsetDeleteResponse._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, True),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, True),
     FieldInfo(
-        "topics",
-        "OffsetDeleteResponseTopic",
+        'topics',
+        'OffsetDeleteResponseTopic',
         _C_Response__OffsetDeleteResponseTopic,
         True,
         VersionRange(0, 0),
@@ -418,14 +409,14 @@ OffsetDeleteResponse._FIELDS = (
     ),
 )
 _C_Response__OffsetDeleteResponsePartition._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_Response__OffsetDeleteResponseTopic._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "OffsetDeleteResponsePartition",
+        'partitions',
+        'OffsetDeleteResponsePartition',
         _C_Response__OffsetDeleteResponsePartition,
         True,
         VersionRange(0, 0),

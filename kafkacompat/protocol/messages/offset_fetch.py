@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["OffsetFetchRequest", "OffsetFetchResponse"]
+__all__ = ['OffsetFetchRequest', 'OffsetFetchResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -33,8 +33,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class OffsetFetchRequest(KafkaRequest["OffsetFetchResponse"]):
-    __slots__ = ("group_id", "groups", "require_stable", "topics")
+class OffsetFetchRequest(KafkaRequest['OffsetFetchResponse']):
+    __slots__ = ('group_id', 'groups', 'require_stable', 'topics')
 
     def __init__(
         self,
@@ -50,27 +50,28 @@ class OffsetFetchRequest(KafkaRequest["OffsetFetchResponse"]):
         self.require_stable = require_stable
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "OffsetFetchRequest"
+    NAME = 'OffsetFetchRequest'
     API_KEY = 9
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 10)
     FLEXIBLE_VERSIONS = VersionRange(6, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 0)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class OffsetFetchRequestTopic(KafkaStruct):
-        __slots__ = ("name", "partition_indexes")
+        __slots__ = ('name', 'partition_indexes')
 
         def __init__(self, *, name: str = "", partition_indexes: list[int] = _wire.DEFAULT) -> None:
             self.name = name
             self.partition_indexes = [] if partition_indexes is _wire.DEFAULT else partition_indexes
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class OffsetFetchRequestTopics(KafkaStruct):
-        __slots__ = ("name", "partition_indexes", "topic_id")
+        __slots__ = ('name', 'partition_indexes', 'topic_id')
 
         def __init__(
             self,
@@ -84,8 +85,9 @@ class OffsetFetchRequest(KafkaRequest["OffsetFetchResponse"]):
             self.partition_indexes = [] if partition_indexes is _wire.DEFAULT else partition_indexes
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class OffsetFetchRequestGroup(KafkaStruct):
-        __slots__ = ("group_id", "member_epoch", "member_id", "topics")
+        __slots__ = ('group_id', 'member_epoch', 'member_id', 'topics')
 
         def __init__(
             self,
@@ -103,7 +105,7 @@ class OffsetFetchRequest(KafkaRequest["OffsetFetchResponse"]):
 
 
 class OffsetFetchResponse(KafkaMessage):
-    __slots__ = ("error_code", "groups", "throttle_time_ms", "topics")
+    __slots__ = ('error_code', 'groups', 'throttle_time_ms', 'topics')
 
     def __init__(
         self,
@@ -119,22 +121,22 @@ class OffsetFetchResponse(KafkaMessage):
         self.groups = [] if groups is _wire.DEFAULT else groups
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "OffsetFetchResponse"
+    NAME = 'OffsetFetchResponse'
     API_KEY = 9
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 10)
     FLEXIBLE_VERSIONS = VersionRange(6, 32767)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class OffsetFetchResponsePartition(KafkaStruct):
         __slots__ = (
-            "committed_leader_epoch",
-            "committed_offset",
-            "error_code",
-            "metadata",
-            "partition_index",
+            'committed_leader_epoch',
+            'committed_offset',
+            'error_code',
+            'metadata',
+            'partition_index',
         )
 
         def __init__(
@@ -153,8 +155,9 @@ class OffsetFetchResponse(KafkaMessage):
             self.error_code = error_code
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class OffsetFetchResponseTopic(KafkaStruct):
-        __slots__ = ("name", "partitions")
+        __slots__ = ('name', 'partitions')
 
         def __init__(
             self,
@@ -166,13 +169,14 @@ class OffsetFetchResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class OffsetFetchResponsePartitions(KafkaStruct):
         __slots__ = (
-            "committed_leader_epoch",
-            "committed_offset",
-            "error_code",
-            "metadata",
-            "partition_index",
+            'committed_leader_epoch',
+            'committed_offset',
+            'error_code',
+            'metadata',
+            'partition_index',
         )
 
         def __init__(
@@ -191,8 +195,9 @@ class OffsetFetchResponse(KafkaMessage):
             self.error_code = error_code
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class OffsetFetchResponseTopics(KafkaStruct):
-        __slots__ = ("name", "partitions", "topic_id")
+        __slots__ = ('name', 'partitions', 'topic_id')
 
         def __init__(
             self,
@@ -206,8 +211,9 @@ class OffsetFetchResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class OffsetFetchResponseGroup(KafkaStruct):
-        __slots__ = ("error_code", "group_id", "topics")
+        __slots__ = ('error_code', 'group_id', 'topics')
 
         def __init__(
             self,
@@ -220,6 +226,7 @@ class OffsetFetchResponse(KafkaMessage):
             self.topics = [] if topics is _wire.DEFAULT else topics
             self.error_code = error_code
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 OffsetFetchRequest.RESPONSE_CLASS = OffsetFetchResponse
@@ -386,7 +393,7 @@ def _w_OffsetFetchRequest_1(out: bytearray, o: OffsetFetchRequest) -> None:
         _wire.write_string(out, x)
         x = o.topics
         if x is None:
-            out += b"\xff\xff\xff\xff"
+            out += b'\xff\xff\xff\xff'
         else:
             out += _wire.INT32.pack(len(x))
             for item in x:
@@ -514,7 +521,7 @@ def _w_OffsetFetchRequest_2(out: bytearray, o: OffsetFetchRequest) -> None:
             _wire.write_compact_string(out, x)
         x = o.topics
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -605,10 +612,7 @@ def _r_OffsetFetchRequest_3(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                 o3.partition_indexes = s3_partition_indexes
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_require_stable,
-            t1,
-        ) = _F_oB.unpack_from(buf, pos)
+        (s1_require_stable, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -649,7 +653,7 @@ def _w_OffsetFetchRequest_3(out: bytearray, o: OffsetFetchRequest) -> None:
             _wire.write_compact_string(out, x)
         x = o.topics
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -774,10 +778,7 @@ def _r_OffsetFetchRequest_4(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                 o3.topics = s3_topics
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_require_stable,
-            t1,
-        ) = _F_oB.unpack_from(buf, pos)
+        (s1_require_stable, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -951,10 +952,7 @@ def _r_OffsetFetchRequest_5(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                 o3.topics = s3_topics
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_require_stable,
-            t1,
-        ) = _F_oB.unpack_from(buf, pos)
+        (s1_require_stable, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -1126,10 +1124,7 @@ def _r_OffsetFetchRequest_6(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                 o3.topics = s3_topics
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_require_stable,
-            t1,
-        ) = _F_oB.unpack_from(buf, pos)
+        (s1_require_stable, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -1196,7 +1191,7 @@ def _w_OffsetFetchRequest__OffsetFetchRequestTopic_0(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -1322,7 +1317,7 @@ def _w_OffsetFetchRequest__OffsetFetchRequestGroup_0(
             _wire.write_compact_string(out, x)
         x = o.topics
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -1364,7 +1359,7 @@ def _w_OffsetFetchRequest__OffsetFetchRequestGroup_1(
         out += _F_i.pack(o.member_epoch)
         x = o.topics
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -1406,7 +1401,7 @@ def _w_OffsetFetchRequest__OffsetFetchRequestGroup_2(
         out += _F_i.pack(o.member_epoch)
         x = o.topics
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -1453,10 +1448,7 @@ def _r_OffsetFetchResponse_0(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_committed_offset,
-                        ) = _F_iq.unpack_from(buf, pos)
+                        (s5_partition_index, s5_committed_offset,) = _F_iq.unpack_from(buf, pos)
                         pos += 12
                         size = buf[pos] << 8 | buf[pos + 1]
                         if size < 0x8000:
@@ -1541,10 +1533,7 @@ def _r_OffsetFetchResponse_1(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_committed_offset,
-                        ) = _F_iq.unpack_from(buf, pos)
+                        (s5_partition_index, s5_committed_offset,) = _F_iq.unpack_from(buf, pos)
                         pos += 12
                         size = buf[pos] << 8 | buf[pos + 1]
                         if size < 0x8000:
@@ -1634,10 +1623,7 @@ def _r_OffsetFetchResponse_2(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_committed_offset,
-                        ) = _F_iq.unpack_from(buf, pos)
+                        (s5_partition_index, s5_committed_offset,) = _F_iq.unpack_from(buf, pos)
                         pos += 12
                         size = buf[pos] << 8 | buf[pos + 1]
                         if size < 0x8000:
@@ -1850,10 +1836,7 @@ def _r_OffsetFetchResponse_4(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                             pos += 1
                         else:
                             s5_metadata, pos = _wire.read_compact_string(buf, pos)
-                        (
-                            s5_error_code,
-                            t5,
-                        ) = _F_hB.unpack_from(buf, pos)
+                        (s5_error_code, t5,) = _F_hB.unpack_from(buf, pos)
                         pos += 3
                         u5 = _NO_TAGS
                         if t5:
@@ -1891,10 +1874,7 @@ def _r_OffsetFetchResponse_4(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                 o3.partitions = s3_partitions
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_error_code,
-            t1,
-        ) = _F_hB.unpack_from(buf, pos)
+        (s1_error_code, t1,) = _F_hB.unpack_from(buf, pos)
         pos += 3
         u1 = _NO_TAGS
         if t1:
@@ -2029,10 +2009,7 @@ def _r_OffsetFetchResponse_5(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                                     pos += 1
                                 else:
                                     s7_metadata, pos = _wire.read_compact_string(buf, pos)
-                                (
-                                    s7_error_code,
-                                    t7,
-                                ) = _F_hB.unpack_from(buf, pos)
+                                (s7_error_code, t7,) = _F_hB.unpack_from(buf, pos)
                                 pos += 3
                                 u7 = _NO_TAGS
                                 if t7:
@@ -2071,10 +2048,7 @@ def _r_OffsetFetchResponse_5(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                         o5.partitions = s5_partitions
                         o5._unknown_tags = u5
                         add4(o5)
-                (
-                    s3_error_code,
-                    t3,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, t3,) = _F_hB.unpack_from(buf, pos)
                 pos += 3
                 u3 = _NO_TAGS
                 if t3:
@@ -2224,10 +2198,7 @@ def _r_OffsetFetchResponse_6(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                                     pos += 1
                                 else:
                                     s7_metadata, pos = _wire.read_compact_string(buf, pos)
-                                (
-                                    s7_error_code,
-                                    t7,
-                                ) = _F_hB.unpack_from(buf, pos)
+                                (s7_error_code, t7,) = _F_hB.unpack_from(buf, pos)
                                 pos += 3
                                 u7 = _NO_TAGS
                                 if t7:
@@ -2266,10 +2237,7 @@ def _r_OffsetFetchResponse_6(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                         o5.partitions = s5_partitions
                         o5._unknown_tags = u5
                         add4(o5)
-                (
-                    s3_error_code,
-                    t3,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, t3,) = _F_hB.unpack_from(buf, pos)
                 pos += 3
                 u3 = _NO_TAGS
                 if t3:
@@ -2624,10 +2592,10 @@ _C_Request__OffsetFetchRequestTopics = OffsetFetchRequest.OffsetFetchRequestTopi
 _C_Request__OffsetFetchRequestGroup = OffsetFetchRequest.OffsetFetchRequestGroup
 
 OffsetFetchRequest._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "OffsetFetchRequestTopic",
+        'topics',
+        'OffsetFetchRequestTopic',
         _C_Request__OffsetFetchRequestTopic,
         True,
         VersionRange(0, 7),
@@ -2637,8 +2605,8 @@ OffsetFetchRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "groups",
-        "OffsetFetchRequestGroup",
+        'groups',
+        'OffsetFetchRequestGroup',
         _C_Request__OffsetFetchRequestGroup,
         True,
         VersionRange(8, 10),
@@ -2647,22 +2615,22 @@ OffsetFetchRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("require_stable", "bool", None, False, VersionRange(7, 10), _NONE, _NONE, None, False),
+    FieldInfo('require_stable', 'bool', None, False, VersionRange(7, 10), _NONE, _NONE, None, False),
 )
 _C_Request__OffsetFetchRequestTopic._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
-    FieldInfo("partition_indexes", "int32", None, True, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('partition_indexes', 'int32', None, True, VersionRange(0, 7), _NONE, _NONE, None, False),
 )
 _C_Request__OffsetFetchRequestTopics._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(8, 9), _NONE, _NONE, None, True),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(10, 10), _NONE, _NONE, None, True),
-    FieldInfo("partition_indexes", "int32", None, True, VersionRange(8, 10), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(8, 9), _NONE, _NONE, None, True),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(10, 10), _NONE, _NONE, None, True),
+    FieldInfo('partition_indexes', 'int32', None, True, VersionRange(8, 10), _NONE, _NONE, None, False),
 )
 _C_Request__OffsetFetchRequestGroup._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(8, 10), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(8, 10), _NONE, _NONE, None, False),
     FieldInfo(
-        "member_id",
-        "string",
+        'member_id',
+        'string',
         None,
         False,
         VersionRange(9, 10),
@@ -2671,10 +2639,10 @@ _C_Request__OffsetFetchRequestGroup._FIELDS = (
         None,
         True,
     ),
-    FieldInfo("member_epoch", "int32", None, False, VersionRange(9, 10), _NONE, _NONE, None, True),
+    FieldInfo('member_epoch', 'int32', None, False, VersionRange(9, 10), _NONE, _NONE, None, True),
     FieldInfo(
-        "topics",
-        "OffsetFetchRequestTopics",
+        'topics',
+        'OffsetFetchRequestTopics',
         _C_Request__OffsetFetchRequestTopics,
         True,
         VersionRange(8, 10),
@@ -2718,10 +2686,10 @@ _C_Response__OffsetFetchResponseTopics = OffsetFetchResponse.OffsetFetchResponse
 _C_Response__OffsetFetchResponseGroup = OffsetFetchResponse.OffsetFetchResponseGroup
 
 OffsetFetchResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(3, 10), _NONE, _NONE, None, True),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(3, 10), _NONE, _NONE, None, True),
     FieldInfo(
-        "topics",
-        "OffsetFetchResponseTopic",
+        'topics',
+        'OffsetFetchResponseTopic',
         _C_Response__OffsetFetchResponseTopic,
         True,
         VersionRange(0, 7),
@@ -2730,10 +2698,10 @@ OffsetFetchResponse._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("error_code", "int16", None, False, VersionRange(2, 7), _NONE, _NONE, None, True),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(2, 7), _NONE, _NONE, None, True),
     FieldInfo(
-        "groups",
-        "OffsetFetchResponseGroup",
+        'groups',
+        'OffsetFetchResponseGroup',
         _C_Response__OffsetFetchResponseGroup,
         True,
         VersionRange(8, 10),
@@ -2744,12 +2712,12 @@ OffsetFetchResponse._FIELDS = (
     ),
 )
 _C_Response__OffsetFetchResponsePartition._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
-    FieldInfo("committed_offset", "int64", None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
-    FieldInfo("committed_leader_epoch", "int32", None, False, VersionRange(5, 7), _NONE, _NONE, None, True),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('committed_offset', 'int64', None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('committed_leader_epoch', 'int32', None, False, VersionRange(5, 7), _NONE, _NONE, None, True),
     FieldInfo(
-        "metadata",
-        "string",
+        'metadata',
+        'string',
         None,
         False,
         VersionRange(0, 7),
@@ -2758,13 +2726,13 @@ _C_Response__OffsetFetchResponsePartition._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
 )
 _C_Response__OffsetFetchResponseTopic._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 7), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "OffsetFetchResponsePartition",
+        'partitions',
+        'OffsetFetchResponsePartition',
         _C_Response__OffsetFetchResponsePartition,
         True,
         VersionRange(0, 7),
@@ -2775,12 +2743,12 @@ _C_Response__OffsetFetchResponseTopic._FIELDS = (
     ),
 )
 _C_Response__OffsetFetchResponsePartitions._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(8, 10), _NONE, _NONE, None, False),
-    FieldInfo("committed_offset", "int64", None, False, VersionRange(8, 10), _NONE, _NONE, None, False),
-    FieldInfo("committed_leader_epoch", "int32", None, False, VersionRange(8, 10), _NONE, _NONE, None, True),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(8, 10), _NONE, _NONE, None, False),
+    FieldInfo('committed_offset', 'int64', None, False, VersionRange(8, 10), _NONE, _NONE, None, False),
+    FieldInfo('committed_leader_epoch', 'int32', None, False, VersionRange(8, 10), _NONE, _NONE, None, True),
     FieldInfo(
-        "metadata",
-        "string",
+        'metadata',
+        'string',
         None,
         False,
         VersionRange(8, 10),
@@ -2789,14 +2757,14 @@ _C_Response__OffsetFetchResponsePartitions._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("error_code", "int16", None, False, VersionRange(8, 10), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(8, 10), _NONE, _NONE, None, False),
 )
 _C_Response__OffsetFetchResponseTopics._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(8, 9), _NONE, _NONE, None, True),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(10, 10), _NONE, _NONE, None, True),
+    FieldInfo('name', 'string', None, False, VersionRange(8, 9), _NONE, _NONE, None, True),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(10, 10), _NONE, _NONE, None, True),
     FieldInfo(
-        "partitions",
-        "OffsetFetchResponsePartitions",
+        'partitions',
+        'OffsetFetchResponsePartitions',
         _C_Response__OffsetFetchResponsePartitions,
         True,
         VersionRange(8, 10),
@@ -2807,10 +2775,10 @@ _C_Response__OffsetFetchResponseTopics._FIELDS = (
     ),
 )
 _C_Response__OffsetFetchResponseGroup._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(8, 10), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(8, 10), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "OffsetFetchResponseTopics",
+        'topics',
+        'OffsetFetchResponseTopics',
         _C_Response__OffsetFetchResponseTopics,
         True,
         VersionRange(8, 10),
@@ -2819,7 +2787,7 @@ _C_Response__OffsetFetchResponseGroup._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("error_code", "int16", None, False, VersionRange(8, 10), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(8, 10), _NONE, _NONE, None, False),
 )
 OffsetFetchResponse._READERS = {
     0: _r_OffsetFetchResponse_0,

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["OffsetForLeaderEpochRequest", "OffsetForLeaderEpochResponse"]
+__all__ = ['OffsetForLeaderEpochRequest', 'OffsetForLeaderEpochResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -23,8 +23,8 @@ _F_iiiB = struct.Struct(">iiiB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class OffsetForLeaderEpochRequest(KafkaRequest["OffsetForLeaderEpochResponse"]):
-    __slots__ = ("replica_id", "topics")
+class OffsetForLeaderEpochRequest(KafkaRequest['OffsetForLeaderEpochResponse']):
+    __slots__ = ('replica_id', 'topics')
 
     def __init__(
         self,
@@ -36,19 +36,19 @@ class OffsetForLeaderEpochRequest(KafkaRequest["OffsetForLeaderEpochResponse"]):
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "OffsetForLeaderEpochRequest"
+    NAME = 'OffsetForLeaderEpochRequest'
     API_KEY = 23
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 4)
     FLEXIBLE_VERSIONS = VersionRange(4, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 1)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
     REMOVED_VERSIONS = VersionRange(0, 1)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class OffsetForLeaderPartition(KafkaStruct):
-        __slots__ = ("current_leader_epoch", "leader_epoch", "partition")
+        __slots__ = ('current_leader_epoch', 'leader_epoch', 'partition')
 
         def __init__(
             self,
@@ -62,8 +62,9 @@ class OffsetForLeaderEpochRequest(KafkaRequest["OffsetForLeaderEpochResponse"]):
             self.leader_epoch = leader_epoch
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class OffsetForLeaderTopic(KafkaStruct):
-        __slots__ = ("partitions", "topic")
+        __slots__ = ('partitions', 'topic')
 
         def __init__(
             self,
@@ -75,11 +76,10 @@ class OffsetForLeaderEpochRequest(KafkaRequest["OffsetForLeaderEpochResponse"]):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("topic",)
-
+        MAP_KEY = ('topic',)
 
 class OffsetForLeaderEpochResponse(KafkaMessage):
-    __slots__ = ("throttle_time_ms", "topics")
+    __slots__ = ('throttle_time_ms', 'topics')
 
     def __init__(
         self,
@@ -91,17 +91,17 @@ class OffsetForLeaderEpochResponse(KafkaMessage):
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "OffsetForLeaderEpochResponse"
+    NAME = 'OffsetForLeaderEpochResponse'
     API_KEY = 23
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 4)
     FLEXIBLE_VERSIONS = VersionRange(4, 32767)
     REMOVED_VERSIONS = VersionRange(0, 1)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class EpochEndOffset(KafkaStruct):
-        __slots__ = ("end_offset", "error_code", "leader_epoch", "partition")
+        __slots__ = ('end_offset', 'error_code', 'leader_epoch', 'partition')
 
         def __init__(
             self,
@@ -117,8 +117,9 @@ class OffsetForLeaderEpochResponse(KafkaMessage):
             self.end_offset = end_offset
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class OffsetForLeaderTopicResult(KafkaStruct):
-        __slots__ = ("partitions", "topic")
+        __slots__ = ('partitions', 'topic')
 
         def __init__(
             self,
@@ -130,7 +131,7 @@ class OffsetForLeaderEpochResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("topic",)
+        MAP_KEY = ('topic',)
 
 
 OffsetForLeaderEpochRequest.RESPONSE_CLASS = OffsetForLeaderEpochResponse
@@ -167,10 +168,7 @@ def _r_OffsetForLeaderEpochRequest_0(buf: Any, pos: int) -> tuple[OffsetForLeade
                     s3_partitions = []
                     add4 = s3_partitions.append
                     if stop5 <= buflen:
-                        for (
-                            s5_partition,
-                            s5_leader_epoch,
-                        ) in _F_ii.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition, s5_leader_epoch,) in _F_ii.iter_unpack(buf[pos:stop5]):
                             o5 = _new(_C_Request__OffsetForLeaderPartition)
                             o5.partition = s5_partition
                             o5.leader_epoch = s5_leader_epoch
@@ -184,10 +182,7 @@ def _r_OffsetForLeaderEpochRequest_0(buf: Any, pos: int) -> tuple[OffsetForLeade
                         s3_partitions = []
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (
-                                s6_partition,
-                                s6_leader_epoch,
-                            ) = _F_ii.unpack_from(buf, pos)
+                            (s6_partition, s6_leader_epoch,) = _F_ii.unpack_from(buf, pos)
                             pos += 8
                             o6 = _new(_C_Request__OffsetForLeaderPartition)
                             o6.partition = s6_partition
@@ -717,11 +712,7 @@ def _r_OffsetForLeaderEpochResponse_0(buf: Any, pos: int) -> tuple[OffsetForLead
                         s3_partitions = []
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (
-                                s6_error_code,
-                                s6_partition,
-                                s6_end_offset,
-                            ) = _F_hiq.unpack_from(buf, pos)
+                            (s6_error_code, s6_partition, s6_end_offset,) = _F_hiq.unpack_from(buf, pos)
                             pos += 14
                             o6 = _new(_C_Response__EpochEndOffset)
                             o6.error_code = s6_error_code
@@ -1218,10 +1209,10 @@ _C_Request__OffsetForLeaderPartition = OffsetForLeaderEpochRequest.OffsetForLead
 _C_Request__OffsetForLeaderTopic = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
 
 OffsetForLeaderEpochRequest._FIELDS = (
-    FieldInfo("replica_id", "int32", None, False, VersionRange(3, 4), _NONE, _NONE, None, True),
+    FieldInfo('replica_id', 'int32', None, False, VersionRange(3, 4), _NONE, _NONE, None, True),
     FieldInfo(
-        "topics",
-        "OffsetForLeaderTopic",
+        'topics',
+        'OffsetForLeaderTopic',
         _C_Request__OffsetForLeaderTopic,
         True,
         VersionRange(0, 4),
@@ -1232,15 +1223,15 @@ OffsetForLeaderEpochRequest._FIELDS = (
     ),
 )
 _C_Request__OffsetForLeaderPartition._FIELDS = (
-    FieldInfo("partition", "int32", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("current_leader_epoch", "int32", None, False, VersionRange(2, 4), _NONE, _NONE, None, True),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('partition', 'int32', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('current_leader_epoch', 'int32', None, False, VersionRange(2, 4), _NONE, _NONE, None, True),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
 )
 _C_Request__OffsetForLeaderTopic._FIELDS = (
-    FieldInfo("topic", "string", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('topic', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "OffsetForLeaderPartition",
+        'partitions',
+        'OffsetForLeaderPartition',
         _C_Request__OffsetForLeaderPartition,
         True,
         VersionRange(0, 4),
@@ -1269,10 +1260,10 @@ _C_Response__EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
 _C_Response__OffsetForLeaderTopicResult = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
 
 OffsetForLeaderEpochResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(2, 4), _NONE, _NONE, None, True),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(2, 4), _NONE, _NONE, None, True),
     FieldInfo(
-        "topics",
-        "OffsetForLeaderTopicResult",
+        'topics',
+        'OffsetForLeaderTopicResult',
         _C_Response__OffsetForLeaderTopicResult,
         True,
         VersionRange(0, 4),
@@ -1283,16 +1274,16 @@ OffsetForLeaderEpochResponse._FIELDS = (
     ),
 )
 _C_Response__EpochEndOffset._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("partition", "int32", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(1, 4), _NONE, _NONE, None, True),
-    FieldInfo("end_offset", "int64", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('partition', 'int32', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(1, 4), _NONE, _NONE, None, True),
+    FieldInfo('end_offset', 'int64', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
 )
 _C_Response__OffsetForLeaderTopicResult._FIELDS = (
-    FieldInfo("topic", "string", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('topic', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "EpochEndOffset",
+        'partitions',
+        'EpochEndOffset',
         _C_Response__EpochEndOffset,
         True,
         VersionRange(0, 4),

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["PartitionChangeRecord"]
+__all__ = ['PartitionChangeRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -28,17 +28,17 @@ _from_bytes = int.from_bytes
 
 class PartitionChangeRecord(KafkaMessage):
     __slots__ = (
-        "adding_replicas",
-        "directories",
-        "eligible_leader_replicas",
-        "isr",
-        "last_known_elr",
-        "leader",
-        "leader_recovery_state",
-        "partition_id",
-        "removing_replicas",
-        "replicas",
-        "topic_id",
+        'adding_replicas',
+        'directories',
+        'eligible_leader_replicas',
+        'isr',
+        'last_known_elr',
+        'leader',
+        'leader_recovery_state',
+        'partition_id',
+        'removing_replicas',
+        'replicas',
+        'topic_id',
     )
 
     def __init__(
@@ -69,9 +69,9 @@ class PartitionChangeRecord(KafkaMessage):
         self.last_known_elr = last_known_elr
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "PartitionChangeRecord"
+    NAME = 'PartitionChangeRecord'
     API_KEY = 5
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -279,7 +279,7 @@ def _w_PartitionChangeRecord_0(out: bytearray, o: PartitionChangeRecord) -> None
             t = bytearray()
             x = o.isr
             if x is None:
-                t += b"\x00"
+                t += b'\x00'
             else:
                 n = len(x)
                 if not n:
@@ -299,7 +299,7 @@ def _w_PartitionChangeRecord_0(out: bytearray, o: PartitionChangeRecord) -> None
             t = bytearray()
             x = o.replicas
             if x is None:
-                t += b"\x00"
+                t += b'\x00'
             else:
                 n = len(x)
                 if not n:
@@ -314,7 +314,7 @@ def _w_PartitionChangeRecord_0(out: bytearray, o: PartitionChangeRecord) -> None
             t = bytearray()
             x = o.removing_replicas
             if x is None:
-                t += b"\x00"
+                t += b'\x00'
             else:
                 n = len(x)
                 if not n:
@@ -329,7 +329,7 @@ def _w_PartitionChangeRecord_0(out: bytearray, o: PartitionChangeRecord) -> None
             t = bytearray()
             x = o.adding_replicas
             if x is None:
-                t += b"\x00"
+                t += b'\x00'
             else:
                 n = len(x)
                 if not n:
@@ -577,7 +577,7 @@ def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None
             t = bytearray()
             x = o.isr
             if x is None:
-                t += b"\x00"
+                t += b'\x00'
             else:
                 n = len(x)
                 if not n:
@@ -597,7 +597,7 @@ def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None
             t = bytearray()
             x = o.replicas
             if x is None:
-                t += b"\x00"
+                t += b'\x00'
             else:
                 n = len(x)
                 if not n:
@@ -612,7 +612,7 @@ def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None
             t = bytearray()
             x = o.removing_replicas
             if x is None:
-                t += b"\x00"
+                t += b'\x00'
             else:
                 n = len(x)
                 if not n:
@@ -627,7 +627,7 @@ def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None
             t = bytearray()
             x = o.adding_replicas
             if x is None:
-                t += b"\x00"
+                t += b'\x00'
             else:
                 n = len(x)
                 if not n:
@@ -647,7 +647,7 @@ def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None
             t = bytearray()
             x = o.directories
             if x is None:
-                t += b"\x00"
+                t += b'\x00'
             else:
                 if len(x) < 0x7F:
                     t.append(len(x) + 1)
@@ -940,7 +940,7 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
             t = bytearray()
             x = o.isr
             if x is None:
-                t += b"\x00"
+                t += b'\x00'
             else:
                 n = len(x)
                 if not n:
@@ -960,7 +960,7 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
             t = bytearray()
             x = o.replicas
             if x is None:
-                t += b"\x00"
+                t += b'\x00'
             else:
                 n = len(x)
                 if not n:
@@ -975,7 +975,7 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
             t = bytearray()
             x = o.removing_replicas
             if x is None:
-                t += b"\x00"
+                t += b'\x00'
             else:
                 n = len(x)
                 if not n:
@@ -990,7 +990,7 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
             t = bytearray()
             x = o.adding_replicas
             if x is None:
-                t += b"\x00"
+                t += b'\x00'
             else:
                 n = len(x)
                 if not n:
@@ -1010,7 +1010,7 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
             t = bytearray()
             x = o.eligible_leader_replicas
             if x is None:
-                t += b"\x00"
+                t += b'\x00'
             else:
                 n = len(x)
                 if not n:
@@ -1025,7 +1025,7 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
             t = bytearray()
             x = o.last_known_elr
             if x is None:
-                t += b"\x00"
+                t += b'\x00'
             else:
                 n = len(x)
                 if not n:
@@ -1040,7 +1040,7 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
             t = bytearray()
             x = o.directories
             if x is None:
-                t += b"\x00"
+                t += b'\x00'
             else:
                 if len(x) < 0x7F:
                     t.append(len(x) + 1)
@@ -1057,12 +1057,13 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
         raise EncodeError(f"cannot write PartitionChangeRecord: {exc}") from None
 
 
+
 PartitionChangeRecord._FIELDS = (
-    FieldInfo("partition_id", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('partition_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "isr",
-        "int32",
+        'isr',
+        'int32',
         None,
         True,
         VersionRange(0, 2),
@@ -1071,10 +1072,10 @@ PartitionChangeRecord._FIELDS = (
         0,
         False,
     ),
-    FieldInfo("leader", "int32", None, False, VersionRange(0, 2), _NONE, VersionRange(0, 32767), 1, False),
+    FieldInfo('leader', 'int32', None, False, VersionRange(0, 2), _NONE, VersionRange(0, 32767), 1, False),
     FieldInfo(
-        "replicas",
-        "int32",
+        'replicas',
+        'int32',
         None,
         True,
         VersionRange(0, 2),
@@ -1084,8 +1085,8 @@ PartitionChangeRecord._FIELDS = (
         False,
     ),
     FieldInfo(
-        "removing_replicas",
-        "int32",
+        'removing_replicas',
+        'int32',
         None,
         True,
         VersionRange(0, 2),
@@ -1095,8 +1096,8 @@ PartitionChangeRecord._FIELDS = (
         False,
     ),
     FieldInfo(
-        "adding_replicas",
-        "int32",
+        'adding_replicas',
+        'int32',
         None,
         True,
         VersionRange(0, 2),
@@ -1106,8 +1107,8 @@ PartitionChangeRecord._FIELDS = (
         False,
     ),
     FieldInfo(
-        "leader_recovery_state",
-        "int8",
+        'leader_recovery_state',
+        'int8',
         None,
         False,
         VersionRange(0, 2),
@@ -1117,8 +1118,8 @@ PartitionChangeRecord._FIELDS = (
         False,
     ),
     FieldInfo(
-        "directories",
-        "uuid",
+        'directories',
+        'uuid',
         None,
         True,
         VersionRange(1, 2),
@@ -1128,8 +1129,8 @@ PartitionChangeRecord._FIELDS = (
         False,
     ),
     FieldInfo(
-        "eligible_leader_replicas",
-        "int32",
+        'eligible_leader_replicas',
+        'int32',
         None,
         True,
         VersionRange(2, 2),
@@ -1139,8 +1140,8 @@ PartitionChangeRecord._FIELDS = (
         False,
     ),
     FieldInfo(
-        "last_known_elr",
-        "int32",
+        'last_known_elr',
+        'int32',
         None,
         True,
         VersionRange(2, 2),

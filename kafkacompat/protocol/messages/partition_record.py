@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["PartitionRecord"]
+__all__ = ['PartitionRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -29,19 +29,19 @@ _from_bytes = int.from_bytes
 
 class PartitionRecord(KafkaMessage):
     __slots__ = (
-        "adding_replicas",
-        "directories",
-        "eligible_leader_replicas",
-        "isr",
-        "last_known_elr",
-        "leader",
-        "leader_epoch",
-        "leader_recovery_state",
-        "partition_epoch",
-        "partition_id",
-        "removing_replicas",
-        "replicas",
-        "topic_id",
+        'adding_replicas',
+        'directories',
+        'eligible_leader_replicas',
+        'isr',
+        'last_known_elr',
+        'leader',
+        'leader_epoch',
+        'leader_recovery_state',
+        'partition_epoch',
+        'partition_id',
+        'removing_replicas',
+        'replicas',
+        'topic_id',
     )
 
     def __init__(
@@ -76,9 +76,9 @@ class PartitionRecord(KafkaMessage):
         self.last_known_elr = last_known_elr
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "PartitionRecord"
+    NAME = 'PartitionRecord'
     API_KEY = 3
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -188,11 +188,7 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
                     pos = stop
                 else:
                     s1_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (
-            s1_leader,
-            s1_leader_epoch,
-            s1_partition_epoch,
-        ) = _F_iii.unpack_from(buf, pos)
+        (s1_leader, s1_leader_epoch, s1_partition_epoch,) = _F_iii.unpack_from(buf, pos)
         pos += 12
         s1_leader_recovery_state = 0
         u1 = _NO_TAGS
@@ -422,11 +418,7 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
                     pos = stop
                 else:
                     s1_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (
-            s1_leader,
-            s1_leader_epoch,
-            s1_partition_epoch,
-        ) = _F_iii.unpack_from(buf, pos)
+        (s1_leader, s1_leader_epoch, s1_partition_epoch,) = _F_iii.unpack_from(buf, pos)
         pos += 12
         n = buf[pos] - 1
         if n < 0x7F:
@@ -680,11 +672,7 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
                     pos = stop
                 else:
                     s1_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (
-            s1_leader,
-            s1_leader_epoch,
-            s1_partition_epoch,
-        ) = _F_iii.unpack_from(buf, pos)
+        (s1_leader, s1_leader_epoch, s1_partition_epoch,) = _F_iii.unpack_from(buf, pos)
         pos += 12
         n = buf[pos] - 1
         if n < 0x7F:
@@ -875,7 +863,7 @@ def _w_PartitionRecord_2(out: bytearray, o: PartitionRecord) -> None:
             t = bytearray()
             x = o.eligible_leader_replicas
             if x is None:
-                t += b"\x00"
+                t += b'\x00'
             else:
                 n = len(x)
                 if not n:
@@ -890,7 +878,7 @@ def _w_PartitionRecord_2(out: bytearray, o: PartitionRecord) -> None:
             t = bytearray()
             x = o.last_known_elr
             if x is None:
-                t += b"\x00"
+                t += b'\x00'
             else:
                 n = len(x)
                 if not n:
@@ -909,17 +897,18 @@ def _w_PartitionRecord_2(out: bytearray, o: PartitionRecord) -> None:
         raise EncodeError(f"cannot write PartitionRecord: {exc}") from None
 
 
+
 PartitionRecord._FIELDS = (
-    FieldInfo("partition_id", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("replicas", "int32", None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("isr", "int32", None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("removing_replicas", "int32", None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("adding_replicas", "int32", None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("leader", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('partition_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('replicas', 'int32', None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('isr', 'int32', None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('removing_replicas', 'int32', None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('adding_replicas', 'int32', None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('leader', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "leader_recovery_state",
-        "int8",
+        'leader_recovery_state',
+        'int8',
         None,
         False,
         VersionRange(0, 2),
@@ -928,12 +917,12 @@ PartitionRecord._FIELDS = (
         0,
         False,
     ),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("partition_epoch", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("directories", "uuid", None, True, VersionRange(1, 2), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('partition_epoch', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('directories', 'uuid', None, True, VersionRange(1, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "eligible_leader_replicas",
-        "int32",
+        'eligible_leader_replicas',
+        'int32',
         None,
         True,
         VersionRange(2, 2),
@@ -943,8 +932,8 @@ PartitionRecord._FIELDS = (
         False,
     ),
     FieldInfo(
-        "last_known_elr",
-        "int32",
+        'last_known_elr',
+        'int32',
         None,
         True,
         VersionRange(2, 2),

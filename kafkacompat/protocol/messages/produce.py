@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ProduceRequest", "ProduceResponse"]
+__all__ = ['ProduceRequest', 'ProduceResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -29,8 +29,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class ProduceRequest(KafkaRequest["ProduceResponse"]):
-    __slots__ = ("acks", "timeout_ms", "topic_data", "transactional_id")
+class ProduceRequest(KafkaRequest['ProduceResponse']):
+    __slots__ = ('acks', 'timeout_ms', 'topic_data', 'transactional_id')
 
     def __init__(
         self,
@@ -46,27 +46,28 @@ class ProduceRequest(KafkaRequest["ProduceResponse"]):
         self.topic_data = _wire.KeyedList() if topic_data is _wire.DEFAULT else topic_data
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ProduceRequest"
+    NAME = 'ProduceRequest'
     API_KEY = 0
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 13)
     FLEXIBLE_VERSIONS = VersionRange(9, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 6)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
     REMOVED_VERSIONS = VersionRange(0, 2)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "advertised-rejected"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'advertised-rejected'
 
     class PartitionProduceData(KafkaStruct):
-        __slots__ = ("index", "records")
+        __slots__ = ('index', 'records')
 
         def __init__(self, *, index: int = 0, records: bytes | None = None) -> None:
             self.index = index
             self.records = records
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopicProduceData(KafkaStruct):
-        __slots__ = ("name", "partition_data", "topic_id")
+        __slots__ = ('name', 'partition_data', 'topic_id')
 
         def __init__(
             self,
@@ -80,11 +81,10 @@ class ProduceRequest(KafkaRequest["ProduceResponse"]):
             self.partition_data = [] if partition_data is _wire.DEFAULT else partition_data
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name", "topic_id")
-
+        MAP_KEY = ('name', 'topic_id')
 
 class ProduceResponse(KafkaMessage):
-    __slots__ = ("node_endpoints", "responses", "throttle_time_ms")
+    __slots__ = ('node_endpoints', 'responses', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -98,41 +98,43 @@ class ProduceResponse(KafkaMessage):
         self.node_endpoints = _wire.KeyedList() if node_endpoints is _wire.DEFAULT else node_endpoints
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ProduceResponse"
+    NAME = 'ProduceResponse'
     API_KEY = 0
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 13)
     FLEXIBLE_VERSIONS = VersionRange(9, 32767)
     REMOVED_VERSIONS = VersionRange(0, 2)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "advertised-rejected"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'advertised-rejected'
 
     class BatchIndexAndErrorMessage(KafkaStruct):
-        __slots__ = ("batch_index", "batch_index_error_message")
+        __slots__ = ('batch_index', 'batch_index_error_message')
 
         def __init__(self, *, batch_index: int = 0, batch_index_error_message: str | None = None) -> None:
             self.batch_index = batch_index
             self.batch_index_error_message = batch_index_error_message
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class LeaderIdAndEpoch(KafkaStruct):
-        __slots__ = ("leader_epoch", "leader_id")
+        __slots__ = ('leader_epoch', 'leader_id')
 
         def __init__(self, *, leader_id: int = -1, leader_epoch: int = -1) -> None:
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class PartitionProduceResponse(KafkaStruct):
         __slots__ = (
-            "base_offset",
-            "current_leader",
-            "error_code",
-            "error_message",
-            "index",
-            "log_append_time_ms",
-            "log_start_offset",
-            "record_errors",
+            'base_offset',
+            'current_leader',
+            'error_code',
+            'error_message',
+            'index',
+            'log_append_time_ms',
+            'log_start_offset',
+            'record_errors',
         )
 
         def __init__(
@@ -155,12 +157,15 @@ class ProduceResponse(KafkaMessage):
             self.record_errors = [] if record_errors is _wire.DEFAULT else record_errors
             self.error_message = error_message
             self.current_leader = (
-                ProduceResponse.LeaderIdAndEpoch() if current_leader is _wire.DEFAULT else current_leader
+                ProduceResponse.LeaderIdAndEpoch()
+                if current_leader is _wire.DEFAULT
+                else current_leader
             )
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopicProduceResponse(KafkaStruct):
-        __slots__ = ("name", "partition_responses", "topic_id")
+        __slots__ = ('name', 'partition_responses', 'topic_id')
 
         def __init__(
             self,
@@ -174,10 +179,10 @@ class ProduceResponse(KafkaMessage):
             self.partition_responses = [] if partition_responses is _wire.DEFAULT else partition_responses
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name", "topic_id")
+        MAP_KEY = ('name', 'topic_id')
 
     class NodeEndpoint(KafkaStruct):
-        __slots__ = ("host", "node_id", "port", "rack")
+        __slots__ = ('host', 'node_id', 'port', 'rack')
 
         def __init__(
             self,
@@ -193,7 +198,7 @@ class ProduceResponse(KafkaMessage):
             self.rack = rack
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("node_id",)
+        MAP_KEY = ('node_id',)
 
 
 ProduceRequest.RESPONSE_CLASS = ProduceResponse
@@ -204,10 +209,7 @@ def _r_ProduceRequest_0(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     s3_partition_data: list[Any]
     try:
         buflen = len(buf)
-        (
-            s1_acks,
-            s1_timeout_ms,
-        ) = _F_hi.unpack_from(buf, pos)
+        (s1_acks, s1_timeout_ms,) = _F_hi.unpack_from(buf, pos)
         pos += 6
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -294,10 +296,7 @@ def _r_ProduceRequest_1(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
             pos = stop
         else:
             s1_transactional_id, pos = _wire.read_string(buf, pos)
-        (
-            s1_acks,
-            s1_timeout_ms,
-        ) = _F_hi.unpack_from(buf, pos)
+        (s1_acks, s1_timeout_ms,) = _F_hi.unpack_from(buf, pos)
         pos += 6
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -388,10 +387,7 @@ def _r_ProduceRequest_2(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
             pos += 1
         else:
             s1_transactional_id, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_acks,
-            s1_timeout_ms,
-        ) = _F_hi.unpack_from(buf, pos)
+        (s1_acks, s1_timeout_ms,) = _F_hi.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -536,10 +532,7 @@ def _r_ProduceRequest_3(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
             pos += 1
         else:
             s1_transactional_id, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_acks,
-            s1_timeout_ms,
-        ) = _F_hi.unpack_from(buf, pos)
+        (s1_acks, s1_timeout_ms,) = _F_hi.unpack_from(buf, pos)
         pos += 6
         n = buf[pos] - 1
         if n < 0x7F:
@@ -790,11 +783,7 @@ def _r_ProduceResponse_0(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                     s3_partition_responses = []
                     add4 = s3_partition_responses.append
                     if stop5 <= buflen:
-                        for (
-                            s5_index,
-                            s5_error_code,
-                            s5_base_offset,
-                        ) in _F_ihq.iter_unpack(buf[pos:stop5]):
+                        for (s5_index, s5_error_code, s5_base_offset,) in _F_ihq.iter_unpack(buf[pos:stop5]):
                             o5 = _new(_C_Response__PartitionProduceResponse)
                             o5.index = s5_index
                             o5.error_code = s5_error_code
@@ -813,11 +802,7 @@ def _r_ProduceResponse_0(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                         s3_partition_responses = []
                         add4 = s3_partition_responses.append
                         for _ in range(n):
-                            (
-                                s6_index,
-                                s6_error_code,
-                                s6_base_offset,
-                            ) = _F_ihq.unpack_from(buf, pos)
+                            (s6_index, s6_error_code, s6_base_offset,) = _F_ihq.unpack_from(buf, pos)
                             pos += 14
                             o6 = _new(_C_Response__PartitionProduceResponse)
                             o6.index = s6_index
@@ -896,11 +881,7 @@ def _r_ProduceResponse_1(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                     s3_partition_responses = []
                     add4 = s3_partition_responses.append
                     if stop5 <= buflen:
-                        for (
-                            s5_index,
-                            s5_error_code,
-                            s5_base_offset,
-                        ) in _F_ihq.iter_unpack(buf[pos:stop5]):
+                        for (s5_index, s5_error_code, s5_base_offset,) in _F_ihq.iter_unpack(buf[pos:stop5]):
                             o5 = _new(_C_Response__PartitionProduceResponse)
                             o5.index = s5_index
                             o5.error_code = s5_error_code
@@ -919,11 +900,7 @@ def _r_ProduceResponse_1(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                         s3_partition_responses = []
                         add4 = s3_partition_responses.append
                         for _ in range(n):
-                            (
-                                s6_index,
-                                s6_error_code,
-                                s6_base_offset,
-                            ) = _F_ihq.unpack_from(buf, pos)
+                            (s6_index, s6_error_code, s6_base_offset,) = _F_ihq.unpack_from(buf, pos)
                             pos += 14
                             o6 = _new(_C_Response__PartitionProduceResponse)
                             o6.index = s6_index
@@ -1385,10 +1362,7 @@ def _r_ProduceResponse_5(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                             s5_record_errors = []
                             add6 = s5_record_errors.append
                             for _ in range(n):
-                                (
-                                    s7_batch_index,
-                                    size,
-                                ) = _F_iB.unpack_from(buf, pos)
+                                (s7_batch_index, size,) = _F_iB.unpack_from(buf, pos)
                                 pos += 4
                                 if 0 < size < 0x80:
                                     stop = pos + size
@@ -1474,10 +1448,7 @@ def _r_ProduceResponse_5(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                 o3.partition_responses = s3_partition_responses
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_throttle_time_ms,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -1594,10 +1565,7 @@ def _r_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                             s5_record_errors = []
                             add6 = s5_record_errors.append
                             for _ in range(n):
-                                (
-                                    s7_batch_index,
-                                    size,
-                                ) = _F_iB.unpack_from(buf, pos)
+                                (s7_batch_index, size,) = _F_iB.unpack_from(buf, pos)
                                 pos += 4
                                 if 0 < size < 0x80:
                                     stop = pos + size
@@ -1652,11 +1620,7 @@ def _r_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
                                 if tag5 == 0:
-                                    (
-                                        s8_leader_id,
-                                        s8_leader_epoch,
-                                        t8,
-                                    ) = _F_iiB.unpack_from(buf, pos)
+                                    (s8_leader_id, s8_leader_epoch, t8,) = _F_iiB.unpack_from(buf, pos)
                                     pos += 9
                                     u8 = _NO_TAGS
                                     if t8:
@@ -1737,10 +1701,7 @@ def _r_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                         s1_node_endpoints = _wire.KeyedList()
                         add9 = s1_node_endpoints.append
                         for _ in range(n):
-                            (
-                                s10_node_id,
-                                size,
-                            ) = _F_iB.unpack_from(buf, pos)
+                            (s10_node_id, size,) = _F_iB.unpack_from(buf, pos)
                             pos += 4
                             if 0 < size < 0x80:
                                 stop = pos + size
@@ -1753,10 +1714,7 @@ def _r_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                                 pos = stop
                             else:
                                 s10_host, pos = _wire.read_compact_text(buf, pos, "host")
-                            (
-                                s10_port,
-                                size,
-                            ) = _F_iB.unpack_from(buf, pos)
+                            (s10_port, size,) = _F_iB.unpack_from(buf, pos)
                             pos += 4
                             if 0 < size < 0x80:
                                 stop = pos + size
@@ -1913,10 +1871,7 @@ def _r_ProduceResponse_7(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                             s5_record_errors = []
                             add6 = s5_record_errors.append
                             for _ in range(n):
-                                (
-                                    s7_batch_index,
-                                    size,
-                                ) = _F_iB.unpack_from(buf, pos)
+                                (s7_batch_index, size,) = _F_iB.unpack_from(buf, pos)
                                 pos += 4
                                 if 0 < size < 0x80:
                                     stop = pos + size
@@ -1971,11 +1926,7 @@ def _r_ProduceResponse_7(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
                                 if tag5 == 0:
-                                    (
-                                        s8_leader_id,
-                                        s8_leader_epoch,
-                                        t8,
-                                    ) = _F_iiB.unpack_from(buf, pos)
+                                    (s8_leader_id, s8_leader_epoch, t8,) = _F_iiB.unpack_from(buf, pos)
                                     pos += 9
                                     u8 = _NO_TAGS
                                     if t8:
@@ -2056,10 +2007,7 @@ def _r_ProduceResponse_7(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                         s1_node_endpoints = _wire.KeyedList()
                         add9 = s1_node_endpoints.append
                         for _ in range(n):
-                            (
-                                s10_node_id,
-                                size,
-                            ) = _F_iB.unpack_from(buf, pos)
+                            (s10_node_id, size,) = _F_iB.unpack_from(buf, pos)
                             pos += 4
                             if 0 < size < 0x80:
                                 stop = pos + size
@@ -2072,10 +2020,7 @@ def _r_ProduceResponse_7(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                                 pos = stop
                             else:
                                 s10_host, pos = _wire.read_compact_text(buf, pos, "host")
-                            (
-                                s10_port,
-                                size,
-                            ) = _F_iB.unpack_from(buf, pos)
+                            (s10_port, size,) = _F_iB.unpack_from(buf, pos)
                             pos += 4
                             if 0 < size < 0x80:
                                 stop = pos + size
@@ -2573,8 +2518,8 @@ _C_Request__TopicProduceData = ProduceRequest.TopicProduceData
 
 ProduceRequest._FIELDS = (
     FieldInfo(
-        "transactional_id",
-        "string",
+        'transactional_id',
+        'string',
         None,
         False,
         VersionRange(3, 13),
@@ -2583,11 +2528,11 @@ ProduceRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("acks", "int16", None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
-    FieldInfo("timeout_ms", "int32", None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
+    FieldInfo('acks', 'int16', None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
+    FieldInfo('timeout_ms', 'int32', None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
     FieldInfo(
-        "topic_data",
-        "TopicProduceData",
+        'topic_data',
+        'TopicProduceData',
         _C_Request__TopicProduceData,
         True,
         VersionRange(0, 13),
@@ -2598,10 +2543,10 @@ ProduceRequest._FIELDS = (
     ),
 )
 _C_Request__PartitionProduceData._FIELDS = (
-    FieldInfo("index", "int32", None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
+    FieldInfo('index', 'int32', None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
     FieldInfo(
-        "records",
-        "records",
+        'records',
+        'records',
         None,
         False,
         VersionRange(0, 13),
@@ -2612,11 +2557,11 @@ _C_Request__PartitionProduceData._FIELDS = (
     ),
 )
 _C_Request__TopicProduceData._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 12), _NONE, _NONE, None, True),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(13, 13), _NONE, _NONE, None, True),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 12), _NONE, _NONE, None, True),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(13, 13), _NONE, _NONE, None, True),
     FieldInfo(
-        "partition_data",
-        "PartitionProduceData",
+        'partition_data',
+        'PartitionProduceData',
         _C_Request__PartitionProduceData,
         True,
         VersionRange(0, 13),
@@ -2667,8 +2612,8 @@ _C_Response__NodeEndpoint = ProduceResponse.NodeEndpoint
 
 ProduceResponse._FIELDS = (
     FieldInfo(
-        "responses",
-        "TopicProduceResponse",
+        'responses',
+        'TopicProduceResponse',
         _C_Response__TopicProduceResponse,
         True,
         VersionRange(0, 13),
@@ -2677,10 +2622,10 @@ ProduceResponse._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(1, 13), _NONE, _NONE, None, True),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(1, 13), _NONE, _NONE, None, True),
     FieldInfo(
-        "node_endpoints",
-        "NodeEndpoint",
+        'node_endpoints',
+        'NodeEndpoint',
         _C_Response__NodeEndpoint,
         True,
         VersionRange(10, 13),
@@ -2691,10 +2636,10 @@ ProduceResponse._FIELDS = (
     ),
 )
 _C_Response__BatchIndexAndErrorMessage._FIELDS = (
-    FieldInfo("batch_index", "int32", None, False, VersionRange(8, 13), _NONE, _NONE, None, False),
+    FieldInfo('batch_index', 'int32', None, False, VersionRange(8, 13), _NONE, _NONE, None, False),
     FieldInfo(
-        "batch_index_error_message",
-        "string",
+        'batch_index_error_message',
+        'string',
         None,
         False,
         VersionRange(8, 13),
@@ -2705,18 +2650,18 @@ _C_Response__BatchIndexAndErrorMessage._FIELDS = (
     ),
 )
 _C_Response__LeaderIdAndEpoch._FIELDS = (
-    FieldInfo("leader_id", "int32", None, False, VersionRange(10, 13), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(10, 13), _NONE, _NONE, None, False),
+    FieldInfo('leader_id', 'int32', None, False, VersionRange(10, 13), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(10, 13), _NONE, _NONE, None, False),
 )
 _C_Response__PartitionProduceResponse._FIELDS = (
-    FieldInfo("index", "int32", None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
-    FieldInfo("base_offset", "int64", None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
-    FieldInfo("log_append_time_ms", "int64", None, False, VersionRange(2, 13), _NONE, _NONE, None, True),
-    FieldInfo("log_start_offset", "int64", None, False, VersionRange(5, 13), _NONE, _NONE, None, True),
+    FieldInfo('index', 'int32', None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
+    FieldInfo('base_offset', 'int64', None, False, VersionRange(0, 13), _NONE, _NONE, None, False),
+    FieldInfo('log_append_time_ms', 'int64', None, False, VersionRange(2, 13), _NONE, _NONE, None, True),
+    FieldInfo('log_start_offset', 'int64', None, False, VersionRange(5, 13), _NONE, _NONE, None, True),
     FieldInfo(
-        "record_errors",
-        "BatchIndexAndErrorMessage",
+        'record_errors',
+        'BatchIndexAndErrorMessage',
         _C_Response__BatchIndexAndErrorMessage,
         True,
         VersionRange(8, 13),
@@ -2726,8 +2671,8 @@ _C_Response__PartitionProduceResponse._FIELDS = (
         True,
     ),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(8, 13),
@@ -2737,8 +2682,8 @@ _C_Response__PartitionProduceResponse._FIELDS = (
         True,
     ),
     FieldInfo(
-        "current_leader",
-        "LeaderIdAndEpoch",
+        'current_leader',
+        'LeaderIdAndEpoch',
         _C_Response__LeaderIdAndEpoch,
         False,
         VersionRange(10, 13),
@@ -2749,11 +2694,11 @@ _C_Response__PartitionProduceResponse._FIELDS = (
     ),
 )
 _C_Response__TopicProduceResponse._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 12), _NONE, _NONE, None, True),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(13, 13), _NONE, _NONE, None, True),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 12), _NONE, _NONE, None, True),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(13, 13), _NONE, _NONE, None, True),
     FieldInfo(
-        "partition_responses",
-        "PartitionProduceResponse",
+        'partition_responses',
+        'PartitionProduceResponse',
         _C_Response__PartitionProduceResponse,
         True,
         VersionRange(0, 13),
@@ -2764,12 +2709,12 @@ _C_Response__TopicProduceResponse._FIELDS = (
     ),
 )
 _C_Response__NodeEndpoint._FIELDS = (
-    FieldInfo("node_id", "int32", None, False, VersionRange(10, 13), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(10, 13), _NONE, _NONE, None, False),
-    FieldInfo("port", "int32", None, False, VersionRange(10, 13), _NONE, _NONE, None, False),
+    FieldInfo('node_id', 'int32', None, False, VersionRange(10, 13), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(10, 13), _NONE, _NONE, None, False),
+    FieldInfo('port', 'int32', None, False, VersionRange(10, 13), _NONE, _NONE, None, False),
     FieldInfo(
-        "rack",
-        "string",
+        'rack',
+        'string',
         None,
         False,
         VersionRange(10, 13),

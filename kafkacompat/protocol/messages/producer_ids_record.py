@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ProducerIdsRecord"]
+__all__ = ['ProducerIdsRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -19,7 +19,7 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class ProducerIdsRecord(KafkaMessage):
-    __slots__ = ("broker_epoch", "broker_id", "next_producer_id")
+    __slots__ = ('broker_epoch', 'broker_id', 'next_producer_id')
 
     def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1, next_producer_id: int = 0) -> None:
         self.broker_id = broker_id
@@ -27,9 +27,9 @@ class ProducerIdsRecord(KafkaMessage):
         self.next_producer_id = next_producer_id
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ProducerIdsRecord"
+    NAME = 'ProducerIdsRecord'
     API_KEY = 15
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -37,12 +37,7 @@ class ProducerIdsRecord(KafkaMessage):
 def _r_ProducerIdsRecord_0(buf: Any, pos: int) -> tuple[ProducerIdsRecord, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_broker_id,
-            s1_broker_epoch,
-            s1_next_producer_id,
-            t1,
-        ) = _F_iqqB.unpack_from(buf, pos)
+        (s1_broker_id, s1_broker_epoch, s1_next_producer_id, t1,) = _F_iqqB.unpack_from(buf, pos)
         pos += 21
         u1 = _NO_TAGS
         if t1:
@@ -76,10 +71,11 @@ def _w_ProducerIdsRecord_0(out: bytearray, o: ProducerIdsRecord) -> None:
         raise EncodeError(f"cannot write ProducerIdsRecord: {exc}") from None
 
 
+
 ProducerIdsRecord._FIELDS = (
-    FieldInfo("broker_id", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("broker_epoch", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("next_producer_id", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('broker_epoch', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('next_producer_id', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 ProducerIdsRecord._READERS = {0: _r_ProducerIdsRecord_0}
 ProducerIdsRecord._WRITERS = {0: _w_ProducerIdsRecord_0}

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["PushTelemetryRequest", "PushTelemetryResponse"]
+__all__ = ['PushTelemetryRequest', 'PushTelemetryResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -24,8 +24,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class PushTelemetryRequest(KafkaRequest["PushTelemetryResponse"]):
-    __slots__ = ("client_instance_id", "compression_type", "metrics", "subscription_id", "terminating")
+class PushTelemetryRequest(KafkaRequest['PushTelemetryResponse']):
+    __slots__ = ('client_instance_id', 'compression_type', 'metrics', 'subscription_id', 'terminating')
 
     def __init__(
         self,
@@ -43,25 +43,24 @@ class PushTelemetryRequest(KafkaRequest["PushTelemetryResponse"]):
         self.metrics = metrics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "PushTelemetryRequest"
+    NAME = 'PushTelemetryRequest'
     API_KEY = 72
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
-
+    LISTENERS = ('broker',)
 
 class PushTelemetryResponse(KafkaMessage):
-    __slots__ = ("error_code", "throttle_time_ms")
+    __slots__ = ('error_code', 'throttle_time_ms')
 
     def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "PushTelemetryResponse"
+    NAME = 'PushTelemetryResponse'
     API_KEY = 72
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -80,11 +79,7 @@ def _r_PushTelemetryRequest_0(buf: Any, pos: int) -> tuple[PushTelemetryRequest,
         _set(s1_client_instance_id, "int", _from_bytes(buf[pos:stop]))
         _set(s1_client_instance_id, "is_safe", _UUID_SAFE)
         pos = stop
-        (
-            s1_subscription_id,
-            s1_terminating,
-            s1_compression_type,
-        ) = _F_iob.unpack_from(buf, pos)
+        (s1_subscription_id, s1_terminating, s1_compression_type,) = _F_iob.unpack_from(buf, pos)
         pos += 6
         s1_metrics, pos = _wire.read_compact_bytes(buf, pos)
         if s1_metrics is None:
@@ -134,11 +129,7 @@ def _w_PushTelemetryRequest_0(out: bytearray, o: PushTelemetryRequest) -> None:
 def _r_PushTelemetryResponse_0(buf: Any, pos: int) -> tuple[PushTelemetryResponse, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            t1,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, t1,) = _F_ihB.unpack_from(buf, pos)
         pos += 7
         u1 = _NO_TAGS
         if t1:
@@ -171,20 +162,21 @@ def _w_PushTelemetryResponse_0(out: bytearray, o: PushTelemetryResponse) -> None
         raise EncodeError(f"cannot write PushTelemetryResponse: {exc}") from None
 
 
+
 PushTelemetryRequest._FIELDS = (
-    FieldInfo("client_instance_id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("subscription_id", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("terminating", "bool", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("compression_type", "int8", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("metrics", "bytes", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('client_instance_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('subscription_id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('terminating', 'bool', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('compression_type', 'int8', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('metrics', 'bytes', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 PushTelemetryRequest._READERS = {0: _r_PushTelemetryRequest_0}
 PushTelemetryRequest._WRITERS = {0: _w_PushTelemetryRequest_0}
 
 
 PushTelemetryResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 PushTelemetryResponse._READERS = {0: _r_PushTelemetryResponse_0}
 PushTelemetryResponse._WRITERS = {0: _w_PushTelemetryResponse_0}

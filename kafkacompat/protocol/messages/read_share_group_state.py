@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ReadShareGroupStateRequest", "ReadShareGroupStateResponse"]
+__all__ = ['ReadShareGroupStateRequest', 'ReadShareGroupStateResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -28,8 +28,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class ReadShareGroupStateRequest(KafkaRequest["ReadShareGroupStateResponse"]):
-    __slots__ = ("group_id", "topics")
+class ReadShareGroupStateRequest(KafkaRequest['ReadShareGroupStateResponse']):
+    __slots__ = ('group_id', 'topics')
 
     def __init__(
         self,
@@ -41,23 +41,24 @@ class ReadShareGroupStateRequest(KafkaRequest["ReadShareGroupStateResponse"]):
         self.topics = [] if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ReadShareGroupStateRequest"
+    NAME = 'ReadShareGroupStateRequest'
     API_KEY = 84
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
 
     class PartitionData(KafkaStruct):
-        __slots__ = ("leader_epoch", "partition")
+        __slots__ = ('leader_epoch', 'partition')
 
         def __init__(self, *, partition: int = 0, leader_epoch: int = 0) -> None:
             self.partition = partition
             self.leader_epoch = leader_epoch
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class ReadStateData(KafkaStruct):
-        __slots__ = ("partitions", "topic_id")
+        __slots__ = ('partitions', 'topic_id')
 
         def __init__(
             self,
@@ -71,20 +72,20 @@ class ReadShareGroupStateRequest(KafkaRequest["ReadShareGroupStateResponse"]):
 
 
 class ReadShareGroupStateResponse(KafkaMessage):
-    __slots__ = ("results",)
+    __slots__ = ('results',)
 
     def __init__(self, *, results: list[ReadShareGroupStateResponse.ReadStateResult] = _wire.DEFAULT) -> None:
         self.results = [] if results is _wire.DEFAULT else results
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ReadShareGroupStateResponse"
+    NAME = 'ReadShareGroupStateResponse'
     API_KEY = 84
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class StateBatch(KafkaStruct):
-        __slots__ = ("delivery_count", "delivery_state", "first_offset", "last_offset")
+        __slots__ = ('delivery_count', 'delivery_state', 'first_offset', 'last_offset')
 
         def __init__(
             self,
@@ -100,14 +101,15 @@ class ReadShareGroupStateResponse(KafkaMessage):
             self.delivery_count = delivery_count
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class PartitionResult(KafkaStruct):
         __slots__ = (
-            "error_code",
-            "error_message",
-            "partition",
-            "start_offset",
-            "state_batches",
-            "state_epoch",
+            'error_code',
+            'error_message',
+            'partition',
+            'start_offset',
+            'state_batches',
+            'state_epoch',
         )
 
         def __init__(
@@ -128,8 +130,9 @@ class ReadShareGroupStateResponse(KafkaMessage):
             self.state_batches = [] if state_batches is _wire.DEFAULT else state_batches
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class ReadStateResult(KafkaStruct):
-        __slots__ = ("partitions", "topic_id")
+        __slots__ = ('partitions', 'topic_id')
 
         def __init__(
             self,
@@ -140,6 +143,7 @@ class ReadShareGroupStateResponse(KafkaMessage):
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 ReadShareGroupStateRequest.RESPONSE_CLASS = ReadShareGroupStateResponse
@@ -192,11 +196,7 @@ def _r_ReadShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[ReadShareGroupS
                     s3_partitions = []
                     add4 = s3_partitions.append
                     if stop5 <= buflen:
-                        for (
-                            s5_partition,
-                            s5_leader_epoch,
-                            t5,
-                        ) in _F_iiB.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition, s5_leader_epoch, t5,) in _F_iiB.iter_unpack(buf[pos:stop5]):
                             if t5:
                                 break
                             o5 = _new(_C_Request__PartitionData)
@@ -211,11 +211,7 @@ def _r_ReadShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[ReadShareGroupS
                         s3_partitions = []
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (
-                                s6_partition,
-                                s6_leader_epoch,
-                                t6,
-                            ) = _F_iiB.unpack_from(buf, pos)
+                            (s6_partition, s6_leader_epoch, t6,) = _F_iiB.unpack_from(buf, pos)
                             pos += 9
                             u6 = _NO_TAGS
                             if t6:
@@ -383,11 +379,7 @@ def _r_ReadShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[ReadShareGroup
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition,
-                            s5_error_code,
-                            size,
-                        ) = _F_ihB.unpack_from(buf, pos)
+                        (s5_partition, s5_error_code, size,) = _F_ihB.unpack_from(buf, pos)
                         pos += 6
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -400,10 +392,7 @@ def _r_ReadShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[ReadShareGroup
                             pos += 1
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
-                        (
-                            s5_state_epoch,
-                            s5_start_offset,
-                        ) = _F_iq.unpack_from(buf, pos)
+                        (s5_state_epoch, s5_start_offset,) = _F_iq.unpack_from(buf, pos)
                         pos += 12
                         n = buf[pos] - 1
                         if n < 0x7F:
@@ -625,10 +614,10 @@ _C_Request__PartitionData = ReadShareGroupStateRequest.PartitionData
 _C_Request__ReadStateData = ReadShareGroupStateRequest.ReadStateData
 
 ReadShareGroupStateRequest._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "ReadStateData",
+        'topics',
+        'ReadStateData',
         _C_Request__ReadStateData,
         True,
         VersionRange(0, 0),
@@ -639,14 +628,14 @@ ReadShareGroupStateRequest._FIELDS = (
     ),
 )
 _C_Request__PartitionData._FIELDS = (
-    FieldInfo("partition", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_Request__ReadStateData._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionData",
+        'partitions',
+        'PartitionData',
         _C_Request__PartitionData,
         True,
         VersionRange(0, 0),
@@ -665,8 +654,8 @@ _C_Response__ReadStateResult = ReadShareGroupStateResponse.ReadStateResult
 
 ReadShareGroupStateResponse._FIELDS = (
     FieldInfo(
-        "results",
-        "ReadStateResult",
+        'results',
+        'ReadStateResult',
         _C_Response__ReadStateResult,
         True,
         VersionRange(0, 0),
@@ -677,17 +666,17 @@ ReadShareGroupStateResponse._FIELDS = (
     ),
 )
 _C_Response__StateBatch._FIELDS = (
-    FieldInfo("first_offset", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("last_offset", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("delivery_state", "int8", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("delivery_count", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('first_offset', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('last_offset', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('delivery_state', 'int8', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('delivery_count', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_Response__PartitionResult._FIELDS = (
-    FieldInfo("partition", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 0),
@@ -696,11 +685,11 @@ _C_Response__PartitionResult._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("state_epoch", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("start_offset", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('state_epoch', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('start_offset', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "state_batches",
-        "StateBatch",
+        'state_batches',
+        'StateBatch',
         _C_Response__StateBatch,
         True,
         VersionRange(0, 0),
@@ -711,10 +700,10 @@ _C_Response__PartitionResult._FIELDS = (
     ),
 )
 _C_Response__ReadStateResult._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionResult",
+        'partitions',
+        'PartitionResult',
         _C_Response__PartitionResult,
         True,
         VersionRange(0, 0),

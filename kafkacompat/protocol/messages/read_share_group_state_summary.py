@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ReadShareGroupStateSummaryRequest", "ReadShareGroupStateSummaryResponse"]
+__all__ = ['ReadShareGroupStateSummaryRequest', 'ReadShareGroupStateSummaryResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -29,8 +29,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class ReadShareGroupStateSummaryRequest(KafkaRequest["ReadShareGroupStateSummaryResponse"]):
-    __slots__ = ("group_id", "topics")
+class ReadShareGroupStateSummaryRequest(KafkaRequest['ReadShareGroupStateSummaryResponse']):
+    __slots__ = ('group_id', 'topics')
 
     def __init__(
         self,
@@ -42,23 +42,24 @@ class ReadShareGroupStateSummaryRequest(KafkaRequest["ReadShareGroupStateSummary
         self.topics = [] if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ReadShareGroupStateSummaryRequest"
+    NAME = 'ReadShareGroupStateSummaryRequest'
     API_KEY = 87
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
 
     class PartitionData(KafkaStruct):
-        __slots__ = ("leader_epoch", "partition")
+        __slots__ = ('leader_epoch', 'partition')
 
         def __init__(self, *, partition: int = 0, leader_epoch: int = 0) -> None:
             self.partition = partition
             self.leader_epoch = leader_epoch
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class ReadStateSummaryData(KafkaStruct):
-        __slots__ = ("partitions", "topic_id")
+        __slots__ = ('partitions', 'topic_id')
 
         def __init__(
             self,
@@ -72,7 +73,7 @@ class ReadShareGroupStateSummaryRequest(KafkaRequest["ReadShareGroupStateSummary
 
 
 class ReadShareGroupStateSummaryResponse(KafkaMessage):
-    __slots__ = ("results",)
+    __slots__ = ('results',)
 
     def __init__(
         self,
@@ -82,21 +83,21 @@ class ReadShareGroupStateSummaryResponse(KafkaMessage):
         self.results = [] if results is _wire.DEFAULT else results
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ReadShareGroupStateSummaryResponse"
+    NAME = 'ReadShareGroupStateSummaryResponse'
     API_KEY = 87
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class PartitionResult(KafkaStruct):
         __slots__ = (
-            "delivery_complete_count",
-            "error_code",
-            "error_message",
-            "leader_epoch",
-            "partition",
-            "start_offset",
-            "state_epoch",
+            'delivery_complete_count',
+            'error_code',
+            'error_message',
+            'leader_epoch',
+            'partition',
+            'start_offset',
+            'state_epoch',
         )
 
         def __init__(
@@ -119,8 +120,9 @@ class ReadShareGroupStateSummaryResponse(KafkaMessage):
             self.delivery_complete_count = delivery_complete_count
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class ReadStateSummaryResult(KafkaStruct):
-        __slots__ = ("partitions", "topic_id")
+        __slots__ = ('partitions', 'topic_id')
 
         def __init__(
             self,
@@ -131,6 +133,7 @@ class ReadShareGroupStateSummaryResponse(KafkaMessage):
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 ReadShareGroupStateSummaryRequest.RESPONSE_CLASS = ReadShareGroupStateSummaryResponse
@@ -186,11 +189,7 @@ def _r_ReadShareGroupStateSummaryRequest_0(
                     s3_partitions = []
                     add4 = s3_partitions.append
                     if stop5 <= buflen:
-                        for (
-                            s5_partition,
-                            s5_leader_epoch,
-                            t5,
-                        ) in _F_iiB.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition, s5_leader_epoch, t5,) in _F_iiB.iter_unpack(buf[pos:stop5]):
                             if t5:
                                 break
                             o5 = _new(_C_Request__PartitionData)
@@ -205,11 +204,7 @@ def _r_ReadShareGroupStateSummaryRequest_0(
                         s3_partitions = []
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (
-                                s6_partition,
-                                s6_leader_epoch,
-                                t6,
-                            ) = _F_iiB.unpack_from(buf, pos)
+                            (s6_partition, s6_leader_epoch, t6,) = _F_iiB.unpack_from(buf, pos)
                             pos += 9
                             u6 = _NO_TAGS
                             if t6:
@@ -378,11 +373,7 @@ def _r_ReadShareGroupStateSummaryResponse_0(
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition,
-                            s5_error_code,
-                            size,
-                        ) = _F_ihB.unpack_from(buf, pos)
+                        (s5_partition, s5_error_code, size,) = _F_ihB.unpack_from(buf, pos)
                         pos += 6
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -523,11 +514,7 @@ def _r_ReadShareGroupStateSummaryResponse_1(
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition,
-                            s5_error_code,
-                            size,
-                        ) = _F_ihB.unpack_from(buf, pos)
+                        (s5_partition, s5_error_code, size,) = _F_ihB.unpack_from(buf, pos)
                         pos += 6
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -732,10 +719,10 @@ _C_Request__PartitionData = ReadShareGroupStateSummaryRequest.PartitionData
 _C_Request__ReadStateSummaryData = ReadShareGroupStateSummaryRequest.ReadStateSummaryData
 
 ReadShareGroupStateSummaryRequest._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "ReadStateSummaryData",
+        'topics',
+        'ReadStateSummaryData',
         _C_Request__ReadStateSummaryData,
         True,
         VersionRange(0, 1),
@@ -746,14 +733,14 @@ ReadShareGroupStateSummaryRequest._FIELDS = (
     ),
 )
 _C_Request__PartitionData._FIELDS = (
-    FieldInfo("partition", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('partition', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 _C_Request__ReadStateSummaryData._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionData",
+        'partitions',
+        'PartitionData',
         _C_Request__PartitionData,
         True,
         VersionRange(0, 1),
@@ -777,8 +764,8 @@ _C_Response__ReadStateSummaryResult = ReadShareGroupStateSummaryResponse.ReadSta
 
 ReadShareGroupStateSummaryResponse._FIELDS = (
     FieldInfo(
-        "results",
-        "ReadStateSummaryResult",
+        'results',
+        'ReadStateSummaryResult',
         _C_Response__ReadStateSummaryResult,
         True,
         VersionRange(0, 1),
@@ -789,11 +776,11 @@ ReadShareGroupStateSummaryResponse._FIELDS = (
     ),
 )
 _C_Response__PartitionResult._FIELDS = (
-    FieldInfo("partition", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('partition', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -802,16 +789,16 @@ _C_Response__PartitionResult._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("state_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("start_offset", "int64", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("delivery_complete_count", "int32", None, False, VersionRange(1, 1), _NONE, _NONE, None, True),
+    FieldInfo('state_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('start_offset', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('delivery_complete_count', 'int32', None, False, VersionRange(1, 1), _NONE, _NONE, None, True),
 )
 _C_Response__ReadStateSummaryResult._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionResult",
+        'partitions',
+        'PartitionResult',
         _C_Response__PartitionResult,
         True,
         VersionRange(0, 1),

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["RegisterBrokerRecord"]
+__all__ = ['RegisterBrokerRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -34,17 +34,17 @@ _from_bytes = int.from_bytes
 
 class RegisterBrokerRecord(KafkaMessage):
     __slots__ = (
-        "broker_epoch",
-        "broker_id",
-        "cordoned_log_dirs",
-        "end_points",
-        "features",
-        "fenced",
-        "in_controlled_shutdown",
-        "incarnation_id",
-        "is_migrating_zk_broker",
-        "log_dirs",
-        "rack",
+        'broker_epoch',
+        'broker_id',
+        'cordoned_log_dirs',
+        'end_points',
+        'features',
+        'fenced',
+        'in_controlled_shutdown',
+        'incarnation_id',
+        'is_migrating_zk_broker',
+        'log_dirs',
+        'rack',
     )
 
     def __init__(
@@ -75,14 +75,14 @@ class RegisterBrokerRecord(KafkaMessage):
         self.cordoned_log_dirs = cordoned_log_dirs
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "RegisterBrokerRecord"
+    NAME = 'RegisterBrokerRecord'
     API_KEY = 0
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 4)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class BrokerEndpoint(KafkaStruct):
-        __slots__ = ("host", "name", "port", "security_protocol")
+        __slots__ = ('host', 'name', 'port', 'security_protocol')
 
         def __init__(
             self,
@@ -98,10 +98,10 @@ class RegisterBrokerRecord(KafkaMessage):
             self.security_protocol = security_protocol
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
     class BrokerFeature(KafkaStruct):
-        __slots__ = ("max_supported_version", "min_supported_version", "name")
+        __slots__ = ('max_supported_version', 'min_supported_version', 'name')
 
         def __init__(
             self,
@@ -115,7 +115,7 @@ class RegisterBrokerRecord(KafkaMessage):
             self.max_supported_version = max_supported_version
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
 
 def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
@@ -167,11 +167,7 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    s3_security_protocol,
-                    t3,
-                ) = _F_HhB.unpack_from(buf, pos)
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
                 pos += 5
                 u3 = _NO_TAGS
                 if t3:
@@ -211,11 +207,7 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (
-                    s5_min_supported_version,
-                    s5_max_supported_version,
-                    t5,
-                ) = _F_hhB.unpack_from(buf, pos)
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
                 pos += 5
                 u5 = _NO_TAGS
                 if t5:
@@ -246,10 +238,7 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             pos += 1
         else:
             s1_rack, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_fenced,
-            t1,
-        ) = _F_oB.unpack_from(buf, pos)
+        (s1_fenced, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -387,11 +376,7 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    s3_security_protocol,
-                    t3,
-                ) = _F_HhB.unpack_from(buf, pos)
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
                 pos += 5
                 u3 = _NO_TAGS
                 if t3:
@@ -431,11 +416,7 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (
-                    s5_min_supported_version,
-                    s5_max_supported_version,
-                    t5,
-                ) = _F_hhB.unpack_from(buf, pos)
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
                 pos += 5
                 u5 = _NO_TAGS
                 if t5:
@@ -466,11 +447,7 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             pos += 1
         else:
             s1_rack, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_fenced,
-            s1_in_controlled_shutdown,
-            t1,
-        ) = _F_ooB.unpack_from(buf, pos)
+        (s1_fenced, s1_in_controlled_shutdown, t1,) = _F_ooB.unpack_from(buf, pos)
         pos += 3
         u1 = _NO_TAGS
         if t1:
@@ -564,10 +541,7 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     u5: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_broker_id,
-            s1_is_migrating_zk_broker,
-        ) = _F_io.unpack_from(buf, pos)
+        (s1_broker_id, s1_is_migrating_zk_broker,) = _F_io.unpack_from(buf, pos)
         pos += 5
         stop = pos + 16
         if stop > buflen:
@@ -607,11 +581,7 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    s3_security_protocol,
-                    t3,
-                ) = _F_HhB.unpack_from(buf, pos)
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
                 pos += 5
                 u3 = _NO_TAGS
                 if t3:
@@ -651,11 +621,7 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (
-                    s5_min_supported_version,
-                    s5_max_supported_version,
-                    t5,
-                ) = _F_hhB.unpack_from(buf, pos)
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
                 pos += 5
                 u5 = _NO_TAGS
                 if t5:
@@ -686,11 +652,7 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             pos += 1
         else:
             s1_rack, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_fenced,
-            s1_in_controlled_shutdown,
-            t1,
-        ) = _F_ooB.unpack_from(buf, pos)
+        (s1_fenced, s1_in_controlled_shutdown, t1,) = _F_ooB.unpack_from(buf, pos)
         pos += 3
         u1 = _NO_TAGS
         if t1:
@@ -782,10 +744,7 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     u5: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_broker_id,
-            s1_is_migrating_zk_broker,
-        ) = _F_io.unpack_from(buf, pos)
+        (s1_broker_id, s1_is_migrating_zk_broker,) = _F_io.unpack_from(buf, pos)
         pos += 5
         stop = pos + 16
         if stop > buflen:
@@ -825,11 +784,7 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    s3_security_protocol,
-                    t3,
-                ) = _F_HhB.unpack_from(buf, pos)
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
                 pos += 5
                 u3 = _NO_TAGS
                 if t3:
@@ -869,11 +824,7 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (
-                    s5_min_supported_version,
-                    s5_max_supported_version,
-                    t5,
-                ) = _F_hhB.unpack_from(buf, pos)
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
                 pos += 5
                 u5 = _NO_TAGS
                 if t5:
@@ -904,10 +855,7 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             pos += 1
         else:
             s1_rack, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_fenced,
-            s1_in_controlled_shutdown,
-        ) = _F_oo.unpack_from(buf, pos)
+        (s1_fenced, s1_in_controlled_shutdown,) = _F_oo.unpack_from(buf, pos)
         pos += 2
         s1_log_dirs = []
         u1 = _NO_TAGS
@@ -1034,10 +982,7 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
     u5: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_broker_id,
-            s1_is_migrating_zk_broker,
-        ) = _F_io.unpack_from(buf, pos)
+        (s1_broker_id, s1_is_migrating_zk_broker,) = _F_io.unpack_from(buf, pos)
         pos += 5
         stop = pos + 16
         if stop > buflen:
@@ -1077,11 +1022,7 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    s3_security_protocol,
-                    t3,
-                ) = _F_HhB.unpack_from(buf, pos)
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
                 pos += 5
                 u3 = _NO_TAGS
                 if t3:
@@ -1121,11 +1062,7 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (
-                    s5_min_supported_version,
-                    s5_max_supported_version,
-                    t5,
-                ) = _F_hhB.unpack_from(buf, pos)
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
                 pos += 5
                 u5 = _NO_TAGS
                 if t5:
@@ -1156,10 +1093,7 @@ def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             pos += 1
         else:
             s1_rack, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_fenced,
-            s1_in_controlled_shutdown,
-        ) = _F_oo.unpack_from(buf, pos)
+        (s1_fenced, s1_in_controlled_shutdown,) = _F_oo.unpack_from(buf, pos)
         pos += 2
         s1_log_dirs = []
         s1_cordoned_log_dirs = None
@@ -1286,7 +1220,7 @@ def _w_RegisterBrokerRecord_4(out: bytearray, o: RegisterBrokerRecord) -> None:
             t = bytearray()
             x = o.cordoned_log_dirs
             if x is None:
-                t += b"\x00"
+                t += b'\x00'
             else:
                 if len(x) < 0x7F:
                     t.append(len(x) + 1)
@@ -1358,13 +1292,13 @@ _C_RegisterBrokerRecord__BrokerEndpoint = RegisterBrokerRecord.BrokerEndpoint
 _C_RegisterBrokerRecord__BrokerFeature = RegisterBrokerRecord.BrokerFeature
 
 RegisterBrokerRecord._FIELDS = (
-    FieldInfo("broker_id", "int32", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("is_migrating_zk_broker", "bool", None, False, VersionRange(2, 4), _NONE, _NONE, None, False),
-    FieldInfo("incarnation_id", "uuid", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("broker_epoch", "int64", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('is_migrating_zk_broker', 'bool', None, False, VersionRange(2, 4), _NONE, _NONE, None, False),
+    FieldInfo('incarnation_id', 'uuid', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('broker_epoch', 'int64', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
     FieldInfo(
-        "end_points",
-        "BrokerEndpoint",
+        'end_points',
+        'BrokerEndpoint',
         _C_RegisterBrokerRecord__BrokerEndpoint,
         True,
         VersionRange(0, 4),
@@ -1374,8 +1308,8 @@ RegisterBrokerRecord._FIELDS = (
         False,
     ),
     FieldInfo(
-        "features",
-        "BrokerFeature",
+        'features',
+        'BrokerFeature',
         _C_RegisterBrokerRecord__BrokerFeature,
         True,
         VersionRange(0, 4),
@@ -1384,13 +1318,13 @@ RegisterBrokerRecord._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("rack", "string", None, False, VersionRange(0, 4), VersionRange(0, 32767), _NONE, None, False),
-    FieldInfo("fenced", "bool", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("in_controlled_shutdown", "bool", None, False, VersionRange(1, 4), _NONE, _NONE, None, False),
-    FieldInfo("log_dirs", "uuid", None, True, VersionRange(3, 4), _NONE, VersionRange(3, 32767), 0, False),
+    FieldInfo('rack', 'string', None, False, VersionRange(0, 4), VersionRange(0, 32767), _NONE, None, False),
+    FieldInfo('fenced', 'bool', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('in_controlled_shutdown', 'bool', None, False, VersionRange(1, 4), _NONE, _NONE, None, False),
+    FieldInfo('log_dirs', 'uuid', None, True, VersionRange(3, 4), _NONE, VersionRange(3, 32767), 0, False),
     FieldInfo(
-        "cordoned_log_dirs",
-        "uuid",
+        'cordoned_log_dirs',
+        'uuid',
         None,
         True,
         VersionRange(4, 4),
@@ -1401,15 +1335,15 @@ RegisterBrokerRecord._FIELDS = (
     ),
 )
 _C_RegisterBrokerRecord__BrokerEndpoint._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("port", "uint16", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("security_protocol", "int16", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('port', 'uint16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('security_protocol', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
 )
 _C_RegisterBrokerRecord__BrokerFeature._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("min_supported_version", "int16", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("max_supported_version", "int16", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('min_supported_version', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('max_supported_version', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
 )
 RegisterBrokerRecord._READERS = {
     0: _r_RegisterBrokerRecord_0,

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["RegisterControllerRecord"]
+__all__ = ['RegisterControllerRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -28,7 +28,7 @@ _from_bytes = int.from_bytes
 
 
 class RegisterControllerRecord(KafkaMessage):
-    __slots__ = ("controller_id", "end_points", "features", "incarnation_id", "zk_migration_ready")
+    __slots__ = ('controller_id', 'end_points', 'features', 'incarnation_id', 'zk_migration_ready')
 
     def __init__(
         self,
@@ -46,14 +46,14 @@ class RegisterControllerRecord(KafkaMessage):
         self.features = _wire.KeyedList() if features is _wire.DEFAULT else features
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "RegisterControllerRecord"
+    NAME = 'RegisterControllerRecord'
     API_KEY = 27
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class ControllerEndpoint(KafkaStruct):
-        __slots__ = ("host", "name", "port", "security_protocol")
+        __slots__ = ('host', 'name', 'port', 'security_protocol')
 
         def __init__(
             self,
@@ -69,10 +69,10 @@ class RegisterControllerRecord(KafkaMessage):
             self.security_protocol = security_protocol
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
     class ControllerFeature(KafkaStruct):
-        __slots__ = ("max_supported_version", "min_supported_version", "name")
+        __slots__ = ('max_supported_version', 'min_supported_version', 'name')
 
         def __init__(
             self,
@@ -86,7 +86,7 @@ class RegisterControllerRecord(KafkaMessage):
             self.max_supported_version = max_supported_version
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
 
 def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControllerRecord, int]:
@@ -137,11 +137,7 @@ def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControlle
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    s3_security_protocol,
-                    t3,
-                ) = _F_HhB.unpack_from(buf, pos)
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
                 pos += 5
                 u3 = _NO_TAGS
                 if t3:
@@ -181,11 +177,7 @@ def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControlle
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (
-                    s5_min_supported_version,
-                    s5_max_supported_version,
-                    t5,
-                ) = _F_hhB.unpack_from(buf, pos)
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
                 pos += 5
                 u5 = _NO_TAGS
                 if t5:
@@ -325,12 +317,12 @@ _C_RegisterControllerRecord__ControllerEndpoint = RegisterControllerRecord.Contr
 _C_RegisterControllerRecord__ControllerFeature = RegisterControllerRecord.ControllerFeature
 
 RegisterControllerRecord._FIELDS = (
-    FieldInfo("controller_id", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("incarnation_id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("zk_migration_ready", "bool", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('controller_id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('incarnation_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('zk_migration_ready', 'bool', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "end_points",
-        "ControllerEndpoint",
+        'end_points',
+        'ControllerEndpoint',
         _C_RegisterControllerRecord__ControllerEndpoint,
         True,
         VersionRange(0, 0),
@@ -340,8 +332,8 @@ RegisterControllerRecord._FIELDS = (
         False,
     ),
     FieldInfo(
-        "features",
-        "ControllerFeature",
+        'features',
+        'ControllerFeature',
         _C_RegisterControllerRecord__ControllerFeature,
         True,
         VersionRange(0, 0),
@@ -352,15 +344,15 @@ RegisterControllerRecord._FIELDS = (
     ),
 )
 _C_RegisterControllerRecord__ControllerEndpoint._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("port", "uint16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("security_protocol", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('port', 'uint16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('security_protocol', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_RegisterControllerRecord__ControllerFeature._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("min_supported_version", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("max_supported_version", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('min_supported_version', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('max_supported_version', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 RegisterControllerRecord._READERS = {0: _r_RegisterControllerRecord_0}
 RegisterControllerRecord._WRITERS = {0: _w_RegisterControllerRecord_0}

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["RemoveAccessControlEntryRecord"]
+__all__ = ['RemoveAccessControlEntryRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -21,15 +21,15 @@ _from_bytes = int.from_bytes
 
 
 class RemoveAccessControlEntryRecord(KafkaMessage):
-    __slots__ = ("id",)
+    __slots__ = ('id',)
 
     def __init__(self, *, id: uuid.UUID = _wire.ZERO_UUID) -> None:
         self.id = id
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "RemoveAccessControlEntryRecord"
+    NAME = 'RemoveAccessControlEntryRecord'
     API_KEY = 19
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -78,8 +78,9 @@ def _w_RemoveAccessControlEntryRecord_0(out: bytearray, o: RemoveAccessControlEn
         raise EncodeError(f"cannot write RemoveAccessControlEntryRecord: {exc}") from None
 
 
+
 RemoveAccessControlEntryRecord._FIELDS = (
-    FieldInfo("id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 RemoveAccessControlEntryRecord._READERS = {0: _r_RemoveAccessControlEntryRecord_0}
 RemoveAccessControlEntryRecord._WRITERS = {0: _w_RemoveAccessControlEntryRecord_0}

@@ -8,7 +8,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["RemoveDelegationTokenRecord"]
+__all__ = ['RemoveDelegationTokenRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -16,15 +16,15 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class RemoveDelegationTokenRecord(KafkaMessage):
-    __slots__ = ("token_id",)
+    __slots__ = ('token_id',)
 
     def __init__(self, *, token_id: str = "") -> None:
         self.token_id = token_id
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "RemoveDelegationTokenRecord"
+    NAME = 'RemoveDelegationTokenRecord'
     API_KEY = 26
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -82,8 +82,9 @@ def _w_RemoveDelegationTokenRecord_0(out: bytearray, o: RemoveDelegationTokenRec
         raise EncodeError(f"cannot write RemoveDelegationTokenRecord: {exc}") from None
 
 
+
 RemoveDelegationTokenRecord._FIELDS = (
-    FieldInfo("token_id", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('token_id', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 RemoveDelegationTokenRecord._READERS = {0: _r_RemoveDelegationTokenRecord_0}
 RemoveDelegationTokenRecord._WRITERS = {0: _w_RemoveDelegationTokenRecord_0}

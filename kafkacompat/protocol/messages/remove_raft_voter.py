@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["RemoveRaftVoterRequest", "RemoveRaftVoterResponse"]
+__all__ = ['RemoveRaftVoterRequest', 'RemoveRaftVoterResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -24,8 +24,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class RemoveRaftVoterRequest(KafkaRequest["RemoveRaftVoterResponse"]):
-    __slots__ = ("cluster_id", "voter_directory_id", "voter_id")
+class RemoveRaftVoterRequest(KafkaRequest['RemoveRaftVoterResponse']):
+    __slots__ = ('cluster_id', 'voter_directory_id', 'voter_id')
 
     def __init__(
         self,
@@ -39,16 +39,15 @@ class RemoveRaftVoterRequest(KafkaRequest["RemoveRaftVoterResponse"]):
         self.voter_directory_id = voter_directory_id
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "RemoveRaftVoterRequest"
+    NAME = 'RemoveRaftVoterRequest'
     API_KEY = 81
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("controller", "broker")
-
+    LISTENERS = ('controller', 'broker')
 
 class RemoveRaftVoterResponse(KafkaMessage):
-    __slots__ = ("error_code", "error_message", "throttle_time_ms")
+    __slots__ = ('error_code', 'error_message', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -62,9 +61,9 @@ class RemoveRaftVoterResponse(KafkaMessage):
         self.error_message = error_message
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "RemoveRaftVoterResponse"
+    NAME = 'RemoveRaftVoterResponse'
     API_KEY = 81
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -146,11 +145,7 @@ def _r_RemoveRaftVoterResponse_0(buf: Any, pos: int) -> tuple[RemoveRaftVoterRes
     u1: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -204,10 +199,11 @@ def _w_RemoveRaftVoterResponse_0(out: bytearray, o: RemoveRaftVoterResponse) -> 
         raise EncodeError(f"cannot write RemoveRaftVoterResponse: {exc}") from None
 
 
+
 RemoveRaftVoterRequest._FIELDS = (
     FieldInfo(
-        "cluster_id",
-        "string",
+        'cluster_id',
+        'string',
         None,
         False,
         VersionRange(0, 0),
@@ -216,19 +212,19 @@ RemoveRaftVoterRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("voter_id", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("voter_directory_id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('voter_id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('voter_directory_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 RemoveRaftVoterRequest._READERS = {0: _r_RemoveRaftVoterRequest_0}
 RemoveRaftVoterRequest._WRITERS = {0: _w_RemoveRaftVoterRequest_0}
 
 
 RemoveRaftVoterResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 0),

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["RemoveTopicRecord"]
+__all__ = ['RemoveTopicRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -21,15 +21,15 @@ _from_bytes = int.from_bytes
 
 
 class RemoveTopicRecord(KafkaMessage):
-    __slots__ = ("topic_id",)
+    __slots__ = ('topic_id',)
 
     def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID) -> None:
         self.topic_id = topic_id
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "RemoveTopicRecord"
+    NAME = 'RemoveTopicRecord'
     API_KEY = 9
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -78,8 +78,9 @@ def _w_RemoveTopicRecord_0(out: bytearray, o: RemoveTopicRecord) -> None:
         raise EncodeError(f"cannot write RemoveTopicRecord: {exc}") from None
 
 
+
 RemoveTopicRecord._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 RemoveTopicRecord._READERS = {0: _r_RemoveTopicRecord_0}
 RemoveTopicRecord._WRITERS = {0: _w_RemoveTopicRecord_0}

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["RemoveUserScramCredentialRecord"]
+__all__ = ['RemoveUserScramCredentialRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -19,16 +19,16 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class RemoveUserScramCredentialRecord(KafkaMessage):
-    __slots__ = ("mechanism", "name")
+    __slots__ = ('mechanism', 'name')
 
     def __init__(self, *, name: str = "", mechanism: int = 0) -> None:
         self.name = name
         self.mechanism = mechanism
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "RemoveUserScramCredentialRecord"
+    NAME = 'RemoveUserScramCredentialRecord'
     API_KEY = 22
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -46,10 +46,7 @@ def _r_RemoveUserScramCredentialRecord_0(buf: Any, pos: int) -> tuple[RemoveUser
             pos = stop
         else:
             s1_name, pos = _wire.read_compact_text(buf, pos, "name")
-        (
-            s1_mechanism,
-            t1,
-        ) = _F_bB.unpack_from(buf, pos)
+        (s1_mechanism, t1,) = _F_bB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -92,9 +89,10 @@ def _w_RemoveUserScramCredentialRecord_0(out: bytearray, o: RemoveUserScramCrede
         raise EncodeError(f"cannot write RemoveUserScramCredentialRecord: {exc}") from None
 
 
+
 RemoveUserScramCredentialRecord._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("mechanism", "int8", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('mechanism', 'int8', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 RemoveUserScramCredentialRecord._READERS = {0: _r_RemoveUserScramCredentialRecord_0}
 RemoveUserScramCredentialRecord._WRITERS = {0: _w_RemoveUserScramCredentialRecord_0}

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["RequestHeader"]
+__all__ = ['RequestHeader']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -18,7 +18,7 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class RequestHeader(KafkaMessage):
-    __slots__ = ("client_id", "correlation_id", "request_api_key", "request_api_version")
+    __slots__ = ('client_id', 'correlation_id', 'request_api_key', 'request_api_version')
 
     def __init__(
         self,
@@ -34,19 +34,15 @@ class RequestHeader(KafkaMessage):
         self.client_id = client_id
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "RequestHeader"
-    MESSAGE_TYPE = "header"
+    NAME = 'RequestHeader'
+    MESSAGE_TYPE = 'header'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
 
 
 def _r_RequestHeader_0(buf: Any, pos: int) -> tuple[RequestHeader, int]:
     try:
-        (
-            s1_request_api_key,
-            s1_request_api_version,
-            s1_correlation_id,
-        ) = _F_hhi.unpack_from(buf, pos)
+        (s1_request_api_key, s1_request_api_version, s1_correlation_id,) = _F_hhi.unpack_from(buf, pos)
         pos += 8
         o1 = _new(RequestHeader)
         o1.request_api_key = s1_request_api_key
@@ -70,11 +66,7 @@ def _r_RequestHeader_1(buf: Any, pos: int) -> tuple[RequestHeader, int]:
     s1_client_id: str | None
     try:
         buflen = len(buf)
-        (
-            s1_request_api_key,
-            s1_request_api_version,
-            s1_correlation_id,
-        ) = _F_hhi.unpack_from(buf, pos)
+        (s1_request_api_key, s1_request_api_version, s1_correlation_id,) = _F_hhi.unpack_from(buf, pos)
         pos += 8
         size = buf[pos] << 8 | buf[pos + 1]
         if size < 0x8000:
@@ -111,11 +103,7 @@ def _r_RequestHeader_2(buf: Any, pos: int) -> tuple[RequestHeader, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_request_api_key,
-            s1_request_api_version,
-            s1_correlation_id,
-        ) = _F_hhi.unpack_from(buf, pos)
+        (s1_request_api_key, s1_request_api_version, s1_correlation_id,) = _F_hhi.unpack_from(buf, pos)
         pos += 8
         size = buf[pos] << 8 | buf[pos + 1]
         if size < 0x8000:
@@ -163,13 +151,14 @@ def _w_RequestHeader_2(out: bytearray, o: RequestHeader) -> None:
         raise EncodeError(f"cannot write RequestHeader: {exc}") from None
 
 
+
 RequestHeader._FIELDS = (
-    FieldInfo("request_api_key", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("request_api_version", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("correlation_id", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('request_api_key', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('request_api_version', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('correlation_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "client_id",
-        "string",
+        'client_id',
+        'string',
         None,
         False,
         VersionRange(1, 2),

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ResponseHeader"]
+__all__ = ['ResponseHeader']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -19,14 +19,14 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class ResponseHeader(KafkaMessage):
-    __slots__ = ("correlation_id",)
+    __slots__ = ('correlation_id',)
 
     def __init__(self, *, correlation_id: int = 0) -> None:
         self.correlation_id = correlation_id
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ResponseHeader"
-    MESSAGE_TYPE = "header"
+    NAME = 'ResponseHeader'
+    MESSAGE_TYPE = 'header'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(1, 32767)
 
@@ -53,10 +53,7 @@ def _w_ResponseHeader_0(out: bytearray, o: ResponseHeader) -> None:
 def _r_ResponseHeader_1(buf: Any, pos: int) -> tuple[ResponseHeader, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_correlation_id,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_correlation_id, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -88,8 +85,9 @@ def _w_ResponseHeader_1(out: bytearray, o: ResponseHeader) -> None:
         raise EncodeError(f"cannot write ResponseHeader: {exc}") from None
 
 
+
 ResponseHeader._FIELDS = (
-    FieldInfo("correlation_id", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('correlation_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 ResponseHeader._READERS = {0: _r_ResponseHeader_0, 1: _r_ResponseHeader_1}
 ResponseHeader._WRITERS = {0: _w_ResponseHeader_0, 1: _w_ResponseHeader_1}

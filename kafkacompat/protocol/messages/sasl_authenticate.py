@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["SaslAuthenticateRequest", "SaslAuthenticateResponse"]
+__all__ = ['SaslAuthenticateRequest', 'SaslAuthenticateResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -20,23 +20,22 @@ _F_qB = struct.Struct(">qB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class SaslAuthenticateRequest(KafkaRequest["SaslAuthenticateResponse"]):
-    __slots__ = ("auth_bytes",)
+class SaslAuthenticateRequest(KafkaRequest['SaslAuthenticateResponse']):
+    __slots__ = ('auth_bytes',)
 
     def __init__(self, *, auth_bytes: bytes = b"") -> None:
         self.auth_bytes = auth_bytes
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "SaslAuthenticateRequest"
+    NAME = 'SaslAuthenticateRequest'
     API_KEY = 36
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
-    LISTENERS = ("broker", "controller")
-
+    LISTENERS = ('broker', 'controller')
 
 class SaslAuthenticateResponse(KafkaMessage):
-    __slots__ = ("auth_bytes", "error_code", "error_message", "session_lifetime_ms")
+    __slots__ = ('auth_bytes', 'error_code', 'error_message', 'session_lifetime_ms')
 
     def __init__(
         self,
@@ -52,9 +51,9 @@ class SaslAuthenticateResponse(KafkaMessage):
         self.session_lifetime_ms = session_lifetime_ms
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "SaslAuthenticateResponse"
+    NAME = 'SaslAuthenticateResponse'
     API_KEY = 36
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
 
@@ -221,10 +220,7 @@ def _r_SaslAuthenticateResponse_2(buf: Any, pos: int) -> tuple[SaslAuthenticateR
     u1: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_error_code,
-            size,
-        ) = _F_hB.unpack_from(buf, pos)
+        (s1_error_code, size,) = _F_hB.unpack_from(buf, pos)
         pos += 2
         if 0 < size < 0x80:
             stop = pos + size
@@ -240,10 +236,7 @@ def _r_SaslAuthenticateResponse_2(buf: Any, pos: int) -> tuple[SaslAuthenticateR
         s1_auth_bytes, pos = _wire.read_compact_bytes(buf, pos)
         if s1_auth_bytes is None:
             raise _wire.null_error("auth_bytes", pos)
-        (
-            s1_session_lifetime_ms,
-            t1,
-        ) = _F_qB.unpack_from(buf, pos)
+        (s1_session_lifetime_ms, t1,) = _F_qB.unpack_from(buf, pos)
         pos += 9
         u1 = _NO_TAGS
         if t1:
@@ -291,8 +284,9 @@ def _w_SaslAuthenticateResponse_2(out: bytearray, o: SaslAuthenticateResponse) -
         raise EncodeError(f"cannot write SaslAuthenticateResponse: {exc}") from None
 
 
+
 SaslAuthenticateRequest._FIELDS = (
-    FieldInfo("auth_bytes", "bytes", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('auth_bytes', 'bytes', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 SaslAuthenticateRequest._READERS = {
     0: _r_SaslAuthenticateRequest_0,
@@ -307,10 +301,10 @@ SaslAuthenticateRequest._WRITERS = {
 
 
 SaslAuthenticateResponse._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 2),
@@ -319,8 +313,8 @@ SaslAuthenticateResponse._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("auth_bytes", "bytes", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("session_lifetime_ms", "int64", None, False, VersionRange(1, 2), _NONE, _NONE, None, True),
+    FieldInfo('auth_bytes', 'bytes', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('session_lifetime_ms', 'int64', None, False, VersionRange(1, 2), _NONE, _NONE, None, True),
 )
 SaslAuthenticateResponse._READERS = {
     0: _r_SaslAuthenticateResponse_0,

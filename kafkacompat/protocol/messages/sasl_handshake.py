@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["SaslHandshakeRequest", "SaslHandshakeResponse"]
+__all__ = ['SaslHandshakeRequest', 'SaslHandshakeResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -17,33 +17,32 @@ _F_h = struct.Struct(">h")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class SaslHandshakeRequest(KafkaRequest["SaslHandshakeResponse"]):
-    __slots__ = ("mechanism",)
+class SaslHandshakeRequest(KafkaRequest['SaslHandshakeResponse']):
+    __slots__ = ('mechanism',)
 
     def __init__(self, *, mechanism: str = "") -> None:
         self.mechanism = mechanism
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "SaslHandshakeRequest"
+    NAME = 'SaslHandshakeRequest'
     API_KEY = 17
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(1, 0)
     DEPRECATED_VERSIONS = VersionRange(0, 0)
-    LISTENERS = ("broker", "controller")
-
+    LISTENERS = ('broker', 'controller')
 
 class SaslHandshakeResponse(KafkaMessage):
-    __slots__ = ("error_code", "mechanisms")
+    __slots__ = ('error_code', 'mechanisms')
 
     def __init__(self, *, error_code: int = 0, mechanisms: list[str] = _wire.DEFAULT) -> None:
         self.error_code = error_code
         self.mechanisms = [] if mechanisms is _wire.DEFAULT else mechanisms
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "SaslHandshakeResponse"
+    NAME = 'SaslHandshakeResponse'
     API_KEY = 17
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(1, 0)
 
@@ -128,16 +127,17 @@ def _w_SaslHandshakeResponse_0(out: bytearray, o: SaslHandshakeResponse) -> None
         raise EncodeError(f"cannot write SaslHandshakeResponse: {exc}") from None
 
 
+
 SaslHandshakeRequest._FIELDS = (
-    FieldInfo("mechanism", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('mechanism', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 SaslHandshakeRequest._READERS = {0: _r_SaslHandshakeRequest_0, 1: _r_SaslHandshakeRequest_0}
 SaslHandshakeRequest._WRITERS = {0: _w_SaslHandshakeRequest_0, 1: _w_SaslHandshakeRequest_0}
 
 
 SaslHandshakeResponse._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("mechanisms", "string", None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('mechanisms', 'string', None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 SaslHandshakeResponse._READERS = {0: _r_SaslHandshakeResponse_0, 1: _r_SaslHandshakeResponse_0}
 SaslHandshakeResponse._WRITERS = {0: _w_SaslHandshakeResponse_0, 1: _w_SaslHandshakeResponse_0}

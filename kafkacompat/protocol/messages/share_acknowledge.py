@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ShareAcknowledgeRequest", "ShareAcknowledgeResponse"]
+__all__ = ['ShareAcknowledgeRequest', 'ShareAcknowledgeResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -33,8 +33,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class ShareAcknowledgeRequest(KafkaRequest["ShareAcknowledgeResponse"]):
-    __slots__ = ("group_id", "is_renew_ack", "member_id", "share_session_epoch", "topics")
+class ShareAcknowledgeRequest(KafkaRequest['ShareAcknowledgeResponse']):
+    __slots__ = ('group_id', 'is_renew_ack', 'member_id', 'share_session_epoch', 'topics')
 
     def __init__(
         self,
@@ -52,18 +52,18 @@ class ShareAcknowledgeRequest(KafkaRequest["ShareAcknowledgeResponse"]):
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ShareAcknowledgeRequest"
+    NAME = 'ShareAcknowledgeRequest'
     API_KEY = 79
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.1"
-    REMOVAL_KIND = "early-access"
+    REMOVED_SINCE = '4.1'
+    REMOVAL_KIND = 'early-access'
 
     class AcknowledgementBatch(KafkaStruct):
-        __slots__ = ("acknowledge_types", "first_offset", "last_offset")
+        __slots__ = ('acknowledge_types', 'first_offset', 'last_offset')
 
         def __init__(
             self,
@@ -77,8 +77,9 @@ class ShareAcknowledgeRequest(KafkaRequest["ShareAcknowledgeResponse"]):
             self.acknowledge_types = [] if acknowledge_types is _wire.DEFAULT else acknowledge_types
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class AcknowledgePartition(KafkaStruct):
-        __slots__ = ("acknowledgement_batches", "partition_index")
+        __slots__ = ('acknowledgement_batches', 'partition_index')
 
         def __init__(
             self,
@@ -88,14 +89,16 @@ class ShareAcknowledgeRequest(KafkaRequest["ShareAcknowledgeResponse"]):
         ) -> None:
             self.partition_index = partition_index
             self.acknowledgement_batches = (
-                [] if acknowledgement_batches is _wire.DEFAULT else acknowledgement_batches
+                []
+                if acknowledgement_batches is _wire.DEFAULT
+                else acknowledgement_batches
             )
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("partition_index",)
+        MAP_KEY = ('partition_index',)
 
     class AcknowledgeTopic(KafkaStruct):
-        __slots__ = ("partitions", "topic_id")
+        __slots__ = ('partitions', 'topic_id')
 
         def __init__(
             self,
@@ -107,17 +110,16 @@ class ShareAcknowledgeRequest(KafkaRequest["ShareAcknowledgeResponse"]):
             self.partitions = _wire.KeyedList() if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("topic_id",)
-
+        MAP_KEY = ('topic_id',)
 
 class ShareAcknowledgeResponse(KafkaMessage):
     __slots__ = (
-        "acquisition_lock_timeout_ms",
-        "error_code",
-        "error_message",
-        "node_endpoints",
-        "responses",
-        "throttle_time_ms",
+        'acquisition_lock_timeout_ms',
+        'error_code',
+        'error_message',
+        'node_endpoints',
+        'responses',
+        'throttle_time_ms',
     )
 
     def __init__(
@@ -138,25 +140,26 @@ class ShareAcknowledgeResponse(KafkaMessage):
         self.node_endpoints = _wire.KeyedList() if node_endpoints is _wire.DEFAULT else node_endpoints
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ShareAcknowledgeResponse"
+    NAME = 'ShareAcknowledgeResponse'
     API_KEY = 79
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.1"
-    REMOVAL_KIND = "early-access"
+    REMOVED_SINCE = '4.1'
+    REMOVAL_KIND = 'early-access'
 
     class LeaderIdAndEpoch(KafkaStruct):
-        __slots__ = ("leader_epoch", "leader_id")
+        __slots__ = ('leader_epoch', 'leader_id')
 
         def __init__(self, *, leader_id: int = 0, leader_epoch: int = 0) -> None:
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class PartitionData(KafkaStruct):
-        __slots__ = ("current_leader", "error_code", "error_message", "partition_index")
+        __slots__ = ('current_leader', 'error_code', 'error_message', 'partition_index')
 
         def __init__(
             self,
@@ -176,8 +179,9 @@ class ShareAcknowledgeResponse(KafkaMessage):
             )
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class ShareAcknowledgeTopicResponse(KafkaStruct):
-        __slots__ = ("partitions", "topic_id")
+        __slots__ = ('partitions', 'topic_id')
 
         def __init__(
             self,
@@ -189,10 +193,10 @@ class ShareAcknowledgeResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("topic_id",)
+        MAP_KEY = ('topic_id',)
 
     class NodeEndpoint(KafkaStruct):
-        __slots__ = ("host", "node_id", "port", "rack")
+        __slots__ = ('host', 'node_id', 'port', 'rack')
 
         def __init__(
             self,
@@ -208,7 +212,7 @@ class ShareAcknowledgeResponse(KafkaMessage):
             self.rack = rack
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("node_id",)
+        MAP_KEY = ('node_id',)
 
 
 ShareAcknowledgeRequest.RESPONSE_CLASS = ShareAcknowledgeResponse
@@ -295,11 +299,7 @@ def _r_ShareAcknowledgeRequest_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRe
                             s5_acknowledgement_batches = []
                             add6 = s5_acknowledgement_batches.append
                             for _ in range(n):
-                                (
-                                    s7_first_offset,
-                                    s7_last_offset,
-                                    c,
-                                ) = _F_qqB.unpack_from(buf, pos)
+                                (s7_first_offset, s7_last_offset, c,) = _F_qqB.unpack_from(buf, pos)
                                 pos += 16
                                 if c == 1:  # empty (offline replicas, mostly): no unpack
                                     s7_acknowledge_types = []
@@ -480,10 +480,7 @@ def _r_ShareAcknowledgeRequest_1(buf: Any, pos: int) -> tuple[ShareAcknowledgeRe
             pos += 1
         else:
             s1_member_id, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_share_session_epoch,
-            s1_is_renew_ack,
-        ) = _F_io.unpack_from(buf, pos)
+        (s1_share_session_epoch, s1_is_renew_ack,) = _F_io.unpack_from(buf, pos)
         pos += 5
         n = buf[pos] - 1
         if n < 0x7F:
@@ -527,11 +524,7 @@ def _r_ShareAcknowledgeRequest_1(buf: Any, pos: int) -> tuple[ShareAcknowledgeRe
                             s5_acknowledgement_batches = []
                             add6 = s5_acknowledgement_batches.append
                             for _ in range(n):
-                                (
-                                    s7_first_offset,
-                                    s7_last_offset,
-                                    c,
-                                ) = _F_qqB.unpack_from(buf, pos)
+                                (s7_first_offset, s7_last_offset, c,) = _F_qqB.unpack_from(buf, pos)
                                 pos += 16
                                 if c == 1:  # empty (offline replicas, mostly): no unpack
                                     s7_acknowledge_types = []
@@ -768,11 +761,7 @@ def _r_ShareAcknowledgeResponse_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
     u8: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -814,11 +803,7 @@ def _r_ShareAcknowledgeResponse_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_error_code,
-                            size,
-                        ) = _F_ihB.unpack_from(buf, pos)
+                        (s5_partition_index, s5_error_code, size,) = _F_ihB.unpack_from(buf, pos)
                         pos += 6
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -831,11 +816,7 @@ def _r_ShareAcknowledgeResponse_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
                             pos += 1
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
-                        (
-                            s6_leader_id,
-                            s6_leader_epoch,
-                            t6,
-                        ) = _F_iiB.unpack_from(buf, pos)
+                        (s6_leader_id, s6_leader_epoch, t6,) = _F_iiB.unpack_from(buf, pos)
                         pos += 9
                         u6 = _NO_TAGS
                         if t6:
@@ -900,10 +881,7 @@ def _r_ShareAcknowledgeResponse_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
             s1_node_endpoints = _wire.KeyedList()
             add7 = s1_node_endpoints.append
             for _ in range(n):
-                (
-                    s8_node_id,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s8_node_id, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -913,10 +891,7 @@ def _r_ShareAcknowledgeResponse_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
                     pos = stop
                 else:
                     s8_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s8_port,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s8_port, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -1028,11 +1003,7 @@ def _r_ShareAcknowledgeResponse_1(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
     u8: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -1076,11 +1047,7 @@ def _r_ShareAcknowledgeResponse_1(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_error_code,
-                            size,
-                        ) = _F_ihB.unpack_from(buf, pos)
+                        (s5_partition_index, s5_error_code, size,) = _F_ihB.unpack_from(buf, pos)
                         pos += 6
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -1093,11 +1060,7 @@ def _r_ShareAcknowledgeResponse_1(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
                             pos += 1
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
-                        (
-                            s6_leader_id,
-                            s6_leader_epoch,
-                            t6,
-                        ) = _F_iiB.unpack_from(buf, pos)
+                        (s6_leader_id, s6_leader_epoch, t6,) = _F_iiB.unpack_from(buf, pos)
                         pos += 9
                         u6 = _NO_TAGS
                         if t6:
@@ -1162,10 +1125,7 @@ def _r_ShareAcknowledgeResponse_1(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
             s1_node_endpoints = _wire.KeyedList()
             add7 = s1_node_endpoints.append
             for _ in range(n):
-                (
-                    s8_node_id,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s8_node_id, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -1175,10 +1135,7 @@ def _r_ShareAcknowledgeResponse_1(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
                     pos = stop
                 else:
                     s8_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s8_port,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s8_port, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -1379,8 +1336,8 @@ _C_Request__AcknowledgeTopic = ShareAcknowledgeRequest.AcknowledgeTopic
 
 ShareAcknowledgeRequest._FIELDS = (
     FieldInfo(
-        "group_id",
-        "string",
+        'group_id',
+        'string',
         None,
         False,
         VersionRange(0, 2),
@@ -1390,8 +1347,8 @@ ShareAcknowledgeRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "member_id",
-        "string",
+        'member_id',
+        'string',
         None,
         False,
         VersionRange(0, 2),
@@ -1400,11 +1357,11 @@ ShareAcknowledgeRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("share_session_epoch", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("is_renew_ack", "bool", None, False, VersionRange(2, 2), _NONE, _NONE, None, False),
+    FieldInfo('share_session_epoch', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('is_renew_ack', 'bool', None, False, VersionRange(2, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "AcknowledgeTopic",
+        'topics',
+        'AcknowledgeTopic',
         _C_Request__AcknowledgeTopic,
         True,
         VersionRange(0, 2),
@@ -1415,15 +1372,15 @@ ShareAcknowledgeRequest._FIELDS = (
     ),
 )
 _C_Request__AcknowledgementBatch._FIELDS = (
-    FieldInfo("first_offset", "int64", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("last_offset", "int64", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("acknowledge_types", "int8", None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('first_offset', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('last_offset', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('acknowledge_types', 'int8', None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 _C_Request__AcknowledgePartition._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "acknowledgement_batches",
-        "AcknowledgementBatch",
+        'acknowledgement_batches',
+        'AcknowledgementBatch',
         _C_Request__AcknowledgementBatch,
         True,
         VersionRange(0, 2),
@@ -1434,10 +1391,10 @@ _C_Request__AcknowledgePartition._FIELDS = (
     ),
 )
 _C_Request__AcknowledgeTopic._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "AcknowledgePartition",
+        'partitions',
+        'AcknowledgePartition',
         _C_Request__AcknowledgePartition,
         True,
         VersionRange(0, 2),
@@ -1464,11 +1421,11 @@ _C_Response__ShareAcknowledgeTopicResponse = ShareAcknowledgeResponse.ShareAckno
 _C_Response__NodeEndpoint = ShareAcknowledgeResponse.NodeEndpoint
 
 ShareAcknowledgeResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, True),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, True),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, True),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, True),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 2),
@@ -1478,8 +1435,8 @@ ShareAcknowledgeResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "acquisition_lock_timeout_ms",
-        "int32",
+        'acquisition_lock_timeout_ms',
+        'int32',
         None,
         False,
         VersionRange(2, 2),
@@ -1489,8 +1446,8 @@ ShareAcknowledgeResponse._FIELDS = (
         True,
     ),
     FieldInfo(
-        "responses",
-        "ShareAcknowledgeTopicResponse",
+        'responses',
+        'ShareAcknowledgeTopicResponse',
         _C_Response__ShareAcknowledgeTopicResponse,
         True,
         VersionRange(0, 2),
@@ -1500,8 +1457,8 @@ ShareAcknowledgeResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "node_endpoints",
-        "NodeEndpoint",
+        'node_endpoints',
+        'NodeEndpoint',
         _C_Response__NodeEndpoint,
         True,
         VersionRange(0, 2),
@@ -1512,15 +1469,15 @@ ShareAcknowledgeResponse._FIELDS = (
     ),
 )
 _C_Response__LeaderIdAndEpoch._FIELDS = (
-    FieldInfo("leader_id", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 _C_Response__PartitionData._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 2),
@@ -1530,8 +1487,8 @@ _C_Response__PartitionData._FIELDS = (
         False,
     ),
     FieldInfo(
-        "current_leader",
-        "LeaderIdAndEpoch",
+        'current_leader',
+        'LeaderIdAndEpoch',
         _C_Response__LeaderIdAndEpoch,
         False,
         VersionRange(0, 2),
@@ -1542,10 +1499,10 @@ _C_Response__PartitionData._FIELDS = (
     ),
 )
 _C_Response__ShareAcknowledgeTopicResponse._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 2), _NONE, _NONE, None, True),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 2), _NONE, _NONE, None, True),
     FieldInfo(
-        "partitions",
-        "PartitionData",
+        'partitions',
+        'PartitionData',
         _C_Response__PartitionData,
         True,
         VersionRange(0, 2),
@@ -1556,10 +1513,10 @@ _C_Response__ShareAcknowledgeTopicResponse._FIELDS = (
     ),
 )
 _C_Response__NodeEndpoint._FIELDS = (
-    FieldInfo("node_id", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("port", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("rack", "string", None, False, VersionRange(0, 2), VersionRange(0, 32767), _NONE, None, False),
+    FieldInfo('node_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('port', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('rack', 'string', None, False, VersionRange(0, 2), VersionRange(0, 32767), _NONE, None, False),
 )
 ShareAcknowledgeResponse._READERS = {
     0: _r_ShareAcknowledgeResponse_0,

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ShareFetchRequest", "ShareFetchResponse"]
+__all__ = ['ShareFetchRequest', 'ShareFetchResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -42,20 +42,20 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class ShareFetchRequest(KafkaRequest["ShareFetchResponse"]):
+class ShareFetchRequest(KafkaRequest['ShareFetchResponse']):
     __slots__ = (
-        "batch_size",
-        "forgotten_topics_data",
-        "group_id",
-        "is_renew_ack",
-        "max_bytes",
-        "max_records",
-        "max_wait_ms",
-        "member_id",
-        "min_bytes",
-        "share_acquire_mode",
-        "share_session_epoch",
-        "topics",
+        'batch_size',
+        'forgotten_topics_data',
+        'group_id',
+        'is_renew_ack',
+        'max_bytes',
+        'max_records',
+        'max_wait_ms',
+        'member_id',
+        'min_bytes',
+        'share_acquire_mode',
+        'share_session_epoch',
+        'topics',
     )
 
     def __init__(
@@ -88,18 +88,18 @@ class ShareFetchRequest(KafkaRequest["ShareFetchResponse"]):
         self.forgotten_topics_data = [] if forgotten_topics_data is _wire.DEFAULT else forgotten_topics_data
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ShareFetchRequest"
+    NAME = 'ShareFetchRequest'
     API_KEY = 78
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.1"
-    REMOVAL_KIND = "early-access"
+    REMOVED_SINCE = '4.1'
+    REMOVAL_KIND = 'early-access'
 
     class AcknowledgementBatch(KafkaStruct):
-        __slots__ = ("acknowledge_types", "first_offset", "last_offset")
+        __slots__ = ('acknowledge_types', 'first_offset', 'last_offset')
 
         def __init__(
             self,
@@ -113,8 +113,9 @@ class ShareFetchRequest(KafkaRequest["ShareFetchResponse"]):
             self.acknowledge_types = [] if acknowledge_types is _wire.DEFAULT else acknowledge_types
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class FetchPartition(KafkaStruct):
-        __slots__ = ("acknowledgement_batches", "partition_index", "partition_max_bytes")
+        __slots__ = ('acknowledgement_batches', 'partition_index', 'partition_max_bytes')
 
         def __init__(
             self,
@@ -126,14 +127,16 @@ class ShareFetchRequest(KafkaRequest["ShareFetchResponse"]):
             self.partition_index = partition_index
             self.partition_max_bytes = partition_max_bytes
             self.acknowledgement_batches = (
-                [] if acknowledgement_batches is _wire.DEFAULT else acknowledgement_batches
+                []
+                if acknowledgement_batches is _wire.DEFAULT
+                else acknowledgement_batches
             )
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("partition_index",)
+        MAP_KEY = ('partition_index',)
 
     class FetchTopic(KafkaStruct):
-        __slots__ = ("partitions", "topic_id")
+        __slots__ = ('partitions', 'topic_id')
 
         def __init__(
             self,
@@ -145,10 +148,10 @@ class ShareFetchRequest(KafkaRequest["ShareFetchResponse"]):
             self.partitions = _wire.KeyedList() if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("topic_id",)
+        MAP_KEY = ('topic_id',)
 
     class ForgottenTopic(KafkaStruct):
-        __slots__ = ("partitions", "topic_id")
+        __slots__ = ('partitions', 'topic_id')
 
         def __init__(
             self,
@@ -163,12 +166,12 @@ class ShareFetchRequest(KafkaRequest["ShareFetchResponse"]):
 
 class ShareFetchResponse(KafkaMessage):
     __slots__ = (
-        "acquisition_lock_timeout_ms",
-        "error_code",
-        "error_message",
-        "node_endpoints",
-        "responses",
-        "throttle_time_ms",
+        'acquisition_lock_timeout_ms',
+        'error_code',
+        'error_message',
+        'node_endpoints',
+        'responses',
+        'throttle_time_ms',
     )
 
     def __init__(
@@ -189,25 +192,26 @@ class ShareFetchResponse(KafkaMessage):
         self.node_endpoints = _wire.KeyedList() if node_endpoints is _wire.DEFAULT else node_endpoints
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ShareFetchResponse"
+    NAME = 'ShareFetchResponse'
     API_KEY = 78
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.1"
-    REMOVAL_KIND = "early-access"
+    REMOVED_SINCE = '4.1'
+    REMOVAL_KIND = 'early-access'
 
     class LeaderIdAndEpoch(KafkaStruct):
-        __slots__ = ("leader_epoch", "leader_id")
+        __slots__ = ('leader_epoch', 'leader_id')
 
         def __init__(self, *, leader_id: int = 0, leader_epoch: int = 0) -> None:
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class AcquiredRecords(KafkaStruct):
-        __slots__ = ("delivery_count", "first_offset", "last_offset")
+        __slots__ = ('delivery_count', 'first_offset', 'last_offset')
 
         def __init__(self, *, first_offset: int = 0, last_offset: int = 0, delivery_count: int = 0) -> None:
             self.first_offset = first_offset
@@ -215,16 +219,17 @@ class ShareFetchResponse(KafkaMessage):
             self.delivery_count = delivery_count
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class PartitionData(KafkaStruct):
         __slots__ = (
-            "acknowledge_error_code",
-            "acknowledge_error_message",
-            "acquired_records",
-            "current_leader",
-            "error_code",
-            "error_message",
-            "partition_index",
-            "records",
+            'acknowledge_error_code',
+            'acknowledge_error_message',
+            'acquired_records',
+            'current_leader',
+            'error_code',
+            'error_message',
+            'partition_index',
+            'records',
         )
 
         def __init__(
@@ -245,14 +250,17 @@ class ShareFetchResponse(KafkaMessage):
             self.acknowledge_error_code = acknowledge_error_code
             self.acknowledge_error_message = acknowledge_error_message
             self.current_leader = (
-                ShareFetchResponse.LeaderIdAndEpoch() if current_leader is _wire.DEFAULT else current_leader
+                ShareFetchResponse.LeaderIdAndEpoch()
+                if current_leader is _wire.DEFAULT
+                else current_leader
             )
             self.records = records
             self.acquired_records = [] if acquired_records is _wire.DEFAULT else acquired_records
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class ShareFetchableTopicResponse(KafkaStruct):
-        __slots__ = ("partitions", "topic_id")
+        __slots__ = ('partitions', 'topic_id')
 
         def __init__(
             self,
@@ -264,10 +272,10 @@ class ShareFetchResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("topic_id",)
+        MAP_KEY = ('topic_id',)
 
     class NodeEndpoint(KafkaStruct):
-        __slots__ = ("host", "node_id", "port", "rack")
+        __slots__ = ('host', 'node_id', 'port', 'rack')
 
         def __init__(
             self,
@@ -283,7 +291,7 @@ class ShareFetchResponse(KafkaMessage):
             self.rack = rack
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("node_id",)
+        MAP_KEY = ('node_id',)
 
 
 ShareFetchRequest.RESPONSE_CLASS = ShareFetchResponse
@@ -329,12 +337,7 @@ def _r_ShareFetchRequest_0(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
             pos += 1
         else:
             s1_member_id, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_share_session_epoch,
-            s1_max_wait_ms,
-            s1_min_bytes,
-            s1_max_bytes,
-        ) = _F_iiii.unpack_from(buf, pos)
+        (s1_share_session_epoch, s1_max_wait_ms, s1_min_bytes, s1_max_bytes,) = _F_iiii.unpack_from(buf, pos)
         pos += 16
         n = buf[pos] - 1
         if n < 0x7F:
@@ -365,10 +368,7 @@ def _r_ShareFetchRequest_0(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
                     s3_partitions = _wire.KeyedList()
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_partition_max_bytes,
-                        ) = _F_ii.unpack_from(buf, pos)
+                        (s5_partition_index, s5_partition_max_bytes,) = _F_ii.unpack_from(buf, pos)
                         pos += 8
                         n = buf[pos] - 1
                         if n < 0x7F:
@@ -381,11 +381,7 @@ def _r_ShareFetchRequest_0(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
                             s5_acknowledgement_batches = []
                             add6 = s5_acknowledgement_batches.append
                             for _ in range(n):
-                                (
-                                    s7_first_offset,
-                                    s7_last_offset,
-                                    c,
-                                ) = _F_qqB.unpack_from(buf, pos)
+                                (s7_first_offset, s7_last_offset, c,) = _F_qqB.unpack_from(buf, pos)
                                 pos += 16
                                 if c == 1:  # empty (offline replicas, mostly): no unpack
                                     s7_acknowledge_types = []
@@ -699,11 +695,7 @@ def _r_ShareFetchRequest_1(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
                             s5_acknowledgement_batches = []
                             add6 = s5_acknowledgement_batches.append
                             for _ in range(n):
-                                (
-                                    s7_first_offset,
-                                    s7_last_offset,
-                                    c,
-                                ) = _F_qqB.unpack_from(buf, pos)
+                                (s7_first_offset, s7_last_offset, c,) = _F_qqB.unpack_from(buf, pos)
                                 pos += 16
                                 if c == 1:  # empty (offline replicas, mostly): no unpack
                                     s7_acknowledge_types = []
@@ -1022,11 +1014,7 @@ def _r_ShareFetchRequest_2(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
                             s5_acknowledgement_batches = []
                             add6 = s5_acknowledgement_batches.append
                             for _ in range(n):
-                                (
-                                    s7_first_offset,
-                                    s7_last_offset,
-                                    c,
-                                ) = _F_qqB.unpack_from(buf, pos)
+                                (s7_first_offset, s7_last_offset, c,) = _F_qqB.unpack_from(buf, pos)
                                 pos += 16
                                 if c == 1:  # empty (offline replicas, mostly): no unpack
                                     s7_acknowledge_types = []
@@ -1420,11 +1408,7 @@ def _r_ShareFetchResponse_0(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
     u9: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -1466,11 +1450,7 @@ def _r_ShareFetchResponse_0(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_error_code,
-                            size,
-                        ) = _F_ihB.unpack_from(buf, pos)
+                        (s5_partition_index, s5_error_code, size,) = _F_ihB.unpack_from(buf, pos)
                         pos += 6
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -1483,10 +1463,7 @@ def _r_ShareFetchResponse_0(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                             pos += 1
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
-                        (
-                            s5_acknowledge_error_code,
-                            size,
-                        ) = _F_hB.unpack_from(buf, pos)
+                        (s5_acknowledge_error_code, size,) = _F_hB.unpack_from(buf, pos)
                         pos += 2
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -1499,11 +1476,7 @@ def _r_ShareFetchResponse_0(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                             pos += 1
                         else:
                             s5_acknowledge_error_message, pos = _wire.read_compact_string(buf, pos)
-                        (
-                            s6_leader_id,
-                            s6_leader_epoch,
-                            t6,
-                        ) = _F_iiB.unpack_from(buf, pos)
+                        (s6_leader_id, s6_leader_epoch, t6,) = _F_iiB.unpack_from(buf, pos)
                         pos += 9
                         u6 = _NO_TAGS
                         if t6:
@@ -1630,10 +1603,7 @@ def _r_ShareFetchResponse_0(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
             s1_node_endpoints = _wire.KeyedList()
             add10 = s1_node_endpoints.append
             for _ in range(n):
-                (
-                    s11_node_id,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s11_node_id, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -1643,10 +1613,7 @@ def _r_ShareFetchResponse_0(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                     pos = stop
                 else:
                     s11_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s11_port,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s11_port, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -1766,11 +1733,7 @@ def _r_ShareFetchResponse_1(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
     u9: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -1814,11 +1777,7 @@ def _r_ShareFetchResponse_1(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_error_code,
-                            size,
-                        ) = _F_ihB.unpack_from(buf, pos)
+                        (s5_partition_index, s5_error_code, size,) = _F_ihB.unpack_from(buf, pos)
                         pos += 6
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -1831,10 +1790,7 @@ def _r_ShareFetchResponse_1(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                             pos += 1
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
-                        (
-                            s5_acknowledge_error_code,
-                            size,
-                        ) = _F_hB.unpack_from(buf, pos)
+                        (s5_acknowledge_error_code, size,) = _F_hB.unpack_from(buf, pos)
                         pos += 2
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -1847,11 +1803,7 @@ def _r_ShareFetchResponse_1(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                             pos += 1
                         else:
                             s5_acknowledge_error_message, pos = _wire.read_compact_string(buf, pos)
-                        (
-                            s6_leader_id,
-                            s6_leader_epoch,
-                            t6,
-                        ) = _F_iiB.unpack_from(buf, pos)
+                        (s6_leader_id, s6_leader_epoch, t6,) = _F_iiB.unpack_from(buf, pos)
                         pos += 9
                         u6 = _NO_TAGS
                         if t6:
@@ -1980,10 +1932,7 @@ def _r_ShareFetchResponse_1(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
             s1_node_endpoints = _wire.KeyedList()
             add10 = s1_node_endpoints.append
             for _ in range(n):
-                (
-                    s11_node_id,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s11_node_id, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -1993,10 +1942,7 @@ def _r_ShareFetchResponse_1(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                     pos = stop
                 else:
                     s11_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s11_port,
-                    size,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s11_port, size,) = _F_iB.unpack_from(buf, pos)
                 pos += 4
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -2292,8 +2238,8 @@ _C_Request__ForgottenTopic = ShareFetchRequest.ForgottenTopic
 
 ShareFetchRequest._FIELDS = (
     FieldInfo(
-        "group_id",
-        "string",
+        'group_id',
+        'string',
         None,
         False,
         VersionRange(0, 2),
@@ -2303,8 +2249,8 @@ ShareFetchRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "member_id",
-        "string",
+        'member_id',
+        'string',
         None,
         False,
         VersionRange(0, 2),
@@ -2313,17 +2259,17 @@ ShareFetchRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("share_session_epoch", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("max_wait_ms", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("min_bytes", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("max_bytes", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("max_records", "int32", None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
-    FieldInfo("batch_size", "int32", None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
-    FieldInfo("share_acquire_mode", "int8", None, False, VersionRange(2, 2), _NONE, _NONE, None, True),
-    FieldInfo("is_renew_ack", "bool", None, False, VersionRange(2, 2), _NONE, _NONE, None, False),
+    FieldInfo('share_session_epoch', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('max_wait_ms', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('min_bytes', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('max_bytes', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('max_records', 'int32', None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
+    FieldInfo('batch_size', 'int32', None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
+    FieldInfo('share_acquire_mode', 'int8', None, False, VersionRange(2, 2), _NONE, _NONE, None, True),
+    FieldInfo('is_renew_ack', 'bool', None, False, VersionRange(2, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "FetchTopic",
+        'topics',
+        'FetchTopic',
         _C_Request__FetchTopic,
         True,
         VersionRange(0, 2),
@@ -2333,8 +2279,8 @@ ShareFetchRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "forgotten_topics_data",
-        "ForgottenTopic",
+        'forgotten_topics_data',
+        'ForgottenTopic',
         _C_Request__ForgottenTopic,
         True,
         VersionRange(0, 2),
@@ -2345,16 +2291,16 @@ ShareFetchRequest._FIELDS = (
     ),
 )
 _C_Request__AcknowledgementBatch._FIELDS = (
-    FieldInfo("first_offset", "int64", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("last_offset", "int64", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("acknowledge_types", "int8", None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('first_offset', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('last_offset', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('acknowledge_types', 'int8', None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 _C_Request__FetchPartition._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("partition_max_bytes", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('partition_max_bytes', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "acknowledgement_batches",
-        "AcknowledgementBatch",
+        'acknowledgement_batches',
+        'AcknowledgementBatch',
         _C_Request__AcknowledgementBatch,
         True,
         VersionRange(0, 2),
@@ -2365,10 +2311,10 @@ _C_Request__FetchPartition._FIELDS = (
     ),
 )
 _C_Request__FetchTopic._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "FetchPartition",
+        'partitions',
+        'FetchPartition',
         _C_Request__FetchPartition,
         True,
         VersionRange(0, 2),
@@ -2379,8 +2325,8 @@ _C_Request__FetchTopic._FIELDS = (
     ),
 )
 _C_Request__ForgottenTopic._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("partitions", "int32", None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('partitions', 'int32', None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 ShareFetchRequest._READERS = {0: _r_ShareFetchRequest_0, 1: _r_ShareFetchRequest_1, 2: _r_ShareFetchRequest_2}
 ShareFetchRequest._WRITERS = {0: _w_ShareFetchRequest_0, 1: _w_ShareFetchRequest_1, 2: _w_ShareFetchRequest_2}
@@ -2392,11 +2338,11 @@ _C_Response__ShareFetchableTopicResponse = ShareFetchResponse.ShareFetchableTopi
 _C_Response__NodeEndpoint = ShareFetchResponse.NodeEndpoint
 
 ShareFetchResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 2),
@@ -2406,8 +2352,8 @@ ShareFetchResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "acquisition_lock_timeout_ms",
-        "int32",
+        'acquisition_lock_timeout_ms',
+        'int32',
         None,
         False,
         VersionRange(1, 2),
@@ -2417,8 +2363,8 @@ ShareFetchResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "responses",
-        "ShareFetchableTopicResponse",
+        'responses',
+        'ShareFetchableTopicResponse',
         _C_Response__ShareFetchableTopicResponse,
         True,
         VersionRange(0, 2),
@@ -2428,8 +2374,8 @@ ShareFetchResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "node_endpoints",
-        "NodeEndpoint",
+        'node_endpoints',
+        'NodeEndpoint',
         _C_Response__NodeEndpoint,
         True,
         VersionRange(0, 2),
@@ -2440,20 +2386,20 @@ ShareFetchResponse._FIELDS = (
     ),
 )
 _C_Response__LeaderIdAndEpoch._FIELDS = (
-    FieldInfo("leader_id", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 _C_Response__AcquiredRecords._FIELDS = (
-    FieldInfo("first_offset", "int64", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("last_offset", "int64", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("delivery_count", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('first_offset', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('last_offset', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('delivery_count', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 _C_Response__PartitionData._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 2),
@@ -2462,10 +2408,10 @@ _C_Response__PartitionData._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("acknowledge_error_code", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('acknowledge_error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "acknowledge_error_message",
-        "string",
+        'acknowledge_error_message',
+        'string',
         None,
         False,
         VersionRange(0, 2),
@@ -2475,8 +2421,8 @@ _C_Response__PartitionData._FIELDS = (
         False,
     ),
     FieldInfo(
-        "current_leader",
-        "LeaderIdAndEpoch",
+        'current_leader',
+        'LeaderIdAndEpoch',
         _C_Response__LeaderIdAndEpoch,
         False,
         VersionRange(0, 2),
@@ -2485,10 +2431,10 @@ _C_Response__PartitionData._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("records", "records", None, False, VersionRange(0, 2), VersionRange(0, 0), _NONE, None, False),
+    FieldInfo('records', 'records', None, False, VersionRange(0, 2), VersionRange(0, 0), _NONE, None, False),
     FieldInfo(
-        "acquired_records",
-        "AcquiredRecords",
+        'acquired_records',
+        'AcquiredRecords',
         _C_Response__AcquiredRecords,
         True,
         VersionRange(0, 2),
@@ -2499,10 +2445,10 @@ _C_Response__PartitionData._FIELDS = (
     ),
 )
 _C_Response__ShareFetchableTopicResponse._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionData",
+        'partitions',
+        'PartitionData',
         _C_Response__PartitionData,
         True,
         VersionRange(0, 2),
@@ -2513,10 +2459,10 @@ _C_Response__ShareFetchableTopicResponse._FIELDS = (
     ),
 )
 _C_Response__NodeEndpoint._FIELDS = (
-    FieldInfo("node_id", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("port", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("rack", "string", None, False, VersionRange(0, 2), VersionRange(0, 32767), _NONE, None, False),
+    FieldInfo('node_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('port', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('rack', 'string', None, False, VersionRange(0, 2), VersionRange(0, 32767), _NONE, None, False),
 )
 ShareFetchResponse._READERS = {
     0: _r_ShareFetchResponse_0,

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ShareGroupDescribeRequest", "ShareGroupDescribeResponse"]
+__all__ = ['ShareGroupDescribeRequest', 'ShareGroupDescribeResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -32,8 +32,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class ShareGroupDescribeRequest(KafkaRequest["ShareGroupDescribeResponse"]):
-    __slots__ = ("group_ids", "include_authorized_operations")
+class ShareGroupDescribeRequest(KafkaRequest['ShareGroupDescribeResponse']):
+    __slots__ = ('group_ids', 'include_authorized_operations')
 
     def __init__(
         self,
@@ -45,19 +45,18 @@ class ShareGroupDescribeRequest(KafkaRequest["ShareGroupDescribeResponse"]):
         self.include_authorized_operations = include_authorized_operations
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ShareGroupDescribeRequest"
+    NAME = 'ShareGroupDescribeRequest'
     API_KEY = 77
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.1"
-    REMOVAL_KIND = "early-access"
-
+    REMOVED_SINCE = '4.1'
+    REMOVAL_KIND = 'early-access'
 
 class ShareGroupDescribeResponse(KafkaMessage):
-    __slots__ = ("groups", "throttle_time_ms")
+    __slots__ = ('groups', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -69,17 +68,17 @@ class ShareGroupDescribeResponse(KafkaMessage):
         self.groups = [] if groups is _wire.DEFAULT else groups
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ShareGroupDescribeResponse"
+    NAME = 'ShareGroupDescribeResponse'
     API_KEY = 77
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.1"
-    REMOVAL_KIND = "early-access"
+    REMOVED_SINCE = '4.1'
+    REMOVAL_KIND = 'early-access'
 
     class TopicPartitions(KafkaStruct):
-        __slots__ = ("partitions", "topic_id", "topic_name")
+        __slots__ = ('partitions', 'topic_id', 'topic_name')
 
         def __init__(
             self,
@@ -93,8 +92,9 @@ class ShareGroupDescribeResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class Assignment(KafkaStruct):
-        __slots__ = ("topic_partitions",)
+        __slots__ = ('topic_partitions',)
 
         def __init__(
             self,
@@ -104,15 +104,16 @@ class ShareGroupDescribeResponse(KafkaMessage):
             self.topic_partitions = [] if topic_partitions is _wire.DEFAULT else topic_partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class Member(KafkaStruct):
         __slots__ = (
-            "assignment",
-            "client_host",
-            "client_id",
-            "member_epoch",
-            "member_id",
-            "rack_id",
-            "subscribed_topic_names",
+            'assignment',
+            'client_host',
+            'client_id',
+            'member_epoch',
+            'member_id',
+            'rack_id',
+            'subscribed_topic_names',
         )
 
         def __init__(
@@ -132,24 +133,29 @@ class ShareGroupDescribeResponse(KafkaMessage):
             self.client_id = client_id
             self.client_host = client_host
             self.subscribed_topic_names = (
-                [] if subscribed_topic_names is _wire.DEFAULT else subscribed_topic_names
+                []
+                if subscribed_topic_names is _wire.DEFAULT
+                else subscribed_topic_names
             )
             self.assignment = (
-                ShareGroupDescribeResponse.Assignment() if assignment is _wire.DEFAULT else assignment
+                ShareGroupDescribeResponse.Assignment()
+                if assignment is _wire.DEFAULT
+                else assignment
             )
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class DescribedGroup(KafkaStruct):
         __slots__ = (
-            "assignment_epoch",
-            "assignor_name",
-            "authorized_operations",
-            "error_code",
-            "error_message",
-            "group_epoch",
-            "group_id",
-            "group_state",
-            "members",
+            'assignment_epoch',
+            'assignor_name',
+            'authorized_operations',
+            'error_code',
+            'error_message',
+            'group_epoch',
+            'group_id',
+            'group_state',
+            'members',
         )
 
         def __init__(
@@ -175,6 +181,7 @@ class ShareGroupDescribeResponse(KafkaMessage):
             self.members = [] if members is _wire.DEFAULT else members
             self.authorized_operations = authorized_operations
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 ShareGroupDescribeRequest.RESPONSE_CLASS = ShareGroupDescribeResponse
@@ -207,10 +214,7 @@ def _r_ShareGroupDescribeRequest_0(buf: Any, pos: int) -> tuple[ShareGroupDescri
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "group_ids[]")
                 add2(item)
-        (
-            s1_include_authorized_operations,
-            t1,
-        ) = _F_oB.unpack_from(buf, pos)
+        (s1_include_authorized_operations, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -292,10 +296,7 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
             s1_groups = []
             add2 = s1_groups.append
             for _ in range(n):
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -326,11 +327,7 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
                     pos = stop
                 else:
                     s3_group_state, pos = _wire.read_compact_text(buf, pos, "group_state")
-                (
-                    s3_group_epoch,
-                    s3_assignment_epoch,
-                    size,
-                ) = _F_iiB.unpack_from(buf, pos)
+                (s3_group_epoch, s3_assignment_epoch, size,) = _F_iiB.unpack_from(buf, pos)
                 pos += 8
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -372,10 +369,7 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
                             pos += 1
                         else:
                             s5_rack_id, pos = _wire.read_compact_string(buf, pos)
-                        (
-                            s5_member_epoch,
-                            size,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s5_member_epoch, size,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -526,10 +520,7 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
                         o5.assignment = s5_assignment
                         o5._unknown_tags = u5
                         add4(o5)
-                (
-                    s3_authorized_operations,
-                    t3,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_authorized_operations, t3,) = _F_iB.unpack_from(buf, pos)
                 pos += 5
                 u3 = _NO_TAGS
                 if t3:
@@ -788,11 +779,12 @@ def _w_ShareGroupDescribeResponse__DescribedGroup_0(
         raise EncodeError(f"cannot write DescribedGroup: {exc}") from None
 
 
+
 ShareGroupDescribeRequest._FIELDS = (
-    FieldInfo("group_ids", "string", None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('group_ids', 'string', None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "include_authorized_operations",
-        "bool",
+        'include_authorized_operations',
+        'bool',
         None,
         False,
         VersionRange(0, 1),
@@ -811,10 +803,10 @@ _C_Response__Member = ShareGroupDescribeResponse.Member
 _C_Response__DescribedGroup = ShareGroupDescribeResponse.DescribedGroup
 
 ShareGroupDescribeResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "groups",
-        "DescribedGroup",
+        'groups',
+        'DescribedGroup',
         _C_Response__DescribedGroup,
         True,
         VersionRange(0, 1),
@@ -825,14 +817,14 @@ ShareGroupDescribeResponse._FIELDS = (
     ),
 )
 _C_Response__TopicPartitions._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("partitions", "int32", None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('partitions', 'int32', None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 _C_Response__Assignment._FIELDS = (
     FieldInfo(
-        "topic_partitions",
-        "TopicPartitions",
+        'topic_partitions',
+        'TopicPartitions',
         _C_Response__TopicPartitions,
         True,
         VersionRange(0, 1),
@@ -843,10 +835,10 @@ _C_Response__Assignment._FIELDS = (
     ),
 )
 _C_Response__Member._FIELDS = (
-    FieldInfo("member_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('member_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "rack_id",
-        "string",
+        'rack_id',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -855,13 +847,13 @@ _C_Response__Member._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("member_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("client_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("client_host", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("subscribed_topic_names", "string", None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('member_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('client_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('client_host', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('subscribed_topic_names', 'string', None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "assignment",
-        "Assignment",
+        'assignment',
+        'Assignment',
         _C_Response__Assignment,
         False,
         VersionRange(0, 1),
@@ -872,10 +864,10 @@ _C_Response__Member._FIELDS = (
     ),
 )
 _C_Response__DescribedGroup._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -884,13 +876,13 @@ _C_Response__DescribedGroup._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("group_state", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("group_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("assignment_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("assignor_name", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("members", "Member", _C_Response__Member, True, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("authorized_operations", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('group_state', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('group_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('assignment_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('assignor_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('members', 'Member', _C_Response__Member, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('authorized_operations', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 ShareGroupDescribeResponse._READERS = {0: _r_ShareGroupDescribeResponse_0, 1: _r_ShareGroupDescribeResponse_0}
 ShareGroupDescribeResponse._WRITERS = {0: _w_ShareGroupDescribeResponse_0, 1: _w_ShareGroupDescribeResponse_0}

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ShareGroupHeartbeatRequest", "ShareGroupHeartbeatResponse"]
+__all__ = ['ShareGroupHeartbeatRequest', 'ShareGroupHeartbeatResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -29,8 +29,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class ShareGroupHeartbeatRequest(KafkaRequest["ShareGroupHeartbeatResponse"]):
-    __slots__ = ("group_id", "member_epoch", "member_id", "rack_id", "subscribed_topic_names")
+class ShareGroupHeartbeatRequest(KafkaRequest['ShareGroupHeartbeatResponse']):
+    __slots__ = ('group_id', 'member_epoch', 'member_id', 'rack_id', 'subscribed_topic_names')
 
     def __init__(
         self,
@@ -48,26 +48,25 @@ class ShareGroupHeartbeatRequest(KafkaRequest["ShareGroupHeartbeatResponse"]):
         self.subscribed_topic_names = subscribed_topic_names
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ShareGroupHeartbeatRequest"
+    NAME = 'ShareGroupHeartbeatRequest'
     API_KEY = 76
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.1"
-    REMOVAL_KIND = "early-access"
-
+    REMOVED_SINCE = '4.1'
+    REMOVAL_KIND = 'early-access'
 
 class ShareGroupHeartbeatResponse(KafkaMessage):
     __slots__ = (
-        "assignment",
-        "error_code",
-        "error_message",
-        "heartbeat_interval_ms",
-        "member_epoch",
-        "member_id",
-        "throttle_time_ms",
+        'assignment',
+        'error_code',
+        'error_message',
+        'heartbeat_interval_ms',
+        'member_epoch',
+        'member_id',
+        'throttle_time_ms',
     )
 
     def __init__(
@@ -90,17 +89,17 @@ class ShareGroupHeartbeatResponse(KafkaMessage):
         self.assignment = assignment
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ShareGroupHeartbeatResponse"
+    NAME = 'ShareGroupHeartbeatResponse'
     API_KEY = 76
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.1"
-    REMOVAL_KIND = "early-access"
+    REMOVED_SINCE = '4.1'
+    REMOVAL_KIND = 'early-access'
 
     class TopicPartitions(KafkaStruct):
-        __slots__ = ("partitions", "topic_id")
+        __slots__ = ('partitions', 'topic_id')
 
         def __init__(
             self,
@@ -112,8 +111,9 @@ class ShareGroupHeartbeatResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class Assignment(KafkaStruct):
-        __slots__ = ("topic_partitions",)
+        __slots__ = ('topic_partitions',)
 
         def __init__(
             self,
@@ -122,6 +122,7 @@ class ShareGroupHeartbeatResponse(KafkaMessage):
         ) -> None:
             self.topic_partitions = [] if topic_partitions is _wire.DEFAULT else topic_partitions
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 ShareGroupHeartbeatRequest.RESPONSE_CLASS = ShareGroupHeartbeatResponse
@@ -152,10 +153,7 @@ def _r_ShareGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ShareGroupHeart
             pos = stop
         else:
             s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
-        (
-            s1_member_epoch,
-            size,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_member_epoch, size,) = _F_iB.unpack_from(buf, pos)
         pos += 4
         if 0 < size < 0x80:
             stop = pos + size
@@ -245,7 +243,7 @@ def _w_ShareGroupHeartbeatRequest_0(out: bytearray, o: ShareGroupHeartbeatReques
             _wire.write_compact_string(out, x)
         x = o.subscribed_topic_names
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -279,11 +277,7 @@ def _r_ShareGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[ShareGroupHear
     u4: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -308,10 +302,7 @@ def _r_ShareGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[ShareGroupHear
             pos += 1
         else:
             s1_member_id, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_member_epoch,
-            s1_heartbeat_interval_ms,
-        ) = _F_ii.unpack_from(buf, pos)
+        (s1_member_epoch, s1_heartbeat_interval_ms,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         (flag,) = _wire.INT8.unpack_from(buf, pos)
         pos += 1
@@ -438,9 +429,9 @@ def _w_ShareGroupHeartbeatResponse_0(out: bytearray, o: ShareGroupHeartbeatRespo
         out += _F_ii.pack(o.member_epoch, o.heartbeat_interval_ms)
         x = o.assignment
         if x is None:
-            out += b"\xff"
+            out += b'\xff'
         else:
-            out += b"\x01"
+            out += b'\x01'
             _w_ShareGroupHeartbeatResponse__Assignment_0(out, x)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
@@ -503,13 +494,14 @@ def _w_ShareGroupHeartbeatResponse__Assignment_0(
         raise EncodeError(f"cannot write Assignment: {exc}") from None
 
 
+
 ShareGroupHeartbeatRequest._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("member_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("member_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('member_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('member_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "rack_id",
-        "string",
+        'rack_id',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -519,8 +511,8 @@ ShareGroupHeartbeatRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "subscribed_topic_names",
-        "string",
+        'subscribed_topic_names',
+        'string',
         None,
         True,
         VersionRange(0, 1),
@@ -537,11 +529,11 @@ _C_Response__TopicPartitions = ShareGroupHeartbeatResponse.TopicPartitions
 _C_Response__Assignment = ShareGroupHeartbeatResponse.Assignment
 
 ShareGroupHeartbeatResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -551,8 +543,8 @@ ShareGroupHeartbeatResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "member_id",
-        "string",
+        'member_id',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -561,11 +553,11 @@ ShareGroupHeartbeatResponse._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("member_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("heartbeat_interval_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('member_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('heartbeat_interval_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "assignment",
-        "Assignment",
+        'assignment',
+        'Assignment',
         _C_Response__Assignment,
         False,
         VersionRange(0, 1),
@@ -576,13 +568,13 @@ ShareGroupHeartbeatResponse._FIELDS = (
     ),
 )
 _C_Response__TopicPartitions._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("partitions", "int32", None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('partitions', 'int32', None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 _C_Response__Assignment._FIELDS = (
     FieldInfo(
-        "topic_partitions",
-        "TopicPartitions",
+        'topic_partitions',
+        'TopicPartitions',
         _C_Response__TopicPartitions,
         True,
         VersionRange(0, 1),

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["SnapshotFooterRecord"]
+__all__ = ['SnapshotFooterRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -19,14 +19,14 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class SnapshotFooterRecord(KafkaMessage):
-    __slots__ = ("version",)
+    __slots__ = ('version',)
 
     def __init__(self, *, version: int = 0) -> None:
         self.version = version
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "SnapshotFooterRecord"
-    MESSAGE_TYPE = "data"
+    NAME = 'SnapshotFooterRecord'
+    MESSAGE_TYPE = 'data'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -34,10 +34,7 @@ class SnapshotFooterRecord(KafkaMessage):
 def _r_SnapshotFooterRecord_0(buf: Any, pos: int) -> tuple[SnapshotFooterRecord, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_version,
-            t1,
-        ) = _F_hB.unpack_from(buf, pos)
+        (s1_version, t1,) = _F_hB.unpack_from(buf, pos)
         pos += 3
         u1 = _NO_TAGS
         if t1:
@@ -69,8 +66,9 @@ def _w_SnapshotFooterRecord_0(out: bytearray, o: SnapshotFooterRecord) -> None:
         raise EncodeError(f"cannot write SnapshotFooterRecord: {exc}") from None
 
 
+
 SnapshotFooterRecord._FIELDS = (
-    FieldInfo("version", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('version', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 SnapshotFooterRecord._READERS = {0: _r_SnapshotFooterRecord_0}
 SnapshotFooterRecord._WRITERS = {0: _w_SnapshotFooterRecord_0}

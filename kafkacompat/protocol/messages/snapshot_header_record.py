@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["SnapshotHeaderRecord"]
+__all__ = ['SnapshotHeaderRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -19,15 +19,15 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class SnapshotHeaderRecord(KafkaMessage):
-    __slots__ = ("last_contained_log_timestamp", "version")
+    __slots__ = ('last_contained_log_timestamp', 'version')
 
     def __init__(self, *, version: int = 0, last_contained_log_timestamp: int = 0) -> None:
         self.version = version
         self.last_contained_log_timestamp = last_contained_log_timestamp
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "SnapshotHeaderRecord"
-    MESSAGE_TYPE = "data"
+    NAME = 'SnapshotHeaderRecord'
+    MESSAGE_TYPE = 'data'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -35,11 +35,7 @@ class SnapshotHeaderRecord(KafkaMessage):
 def _r_SnapshotHeaderRecord_0(buf: Any, pos: int) -> tuple[SnapshotHeaderRecord, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_version,
-            s1_last_contained_log_timestamp,
-            t1,
-        ) = _F_hqB.unpack_from(buf, pos)
+        (s1_version, s1_last_contained_log_timestamp, t1,) = _F_hqB.unpack_from(buf, pos)
         pos += 11
         u1 = _NO_TAGS
         if t1:
@@ -72,11 +68,12 @@ def _w_SnapshotHeaderRecord_0(out: bytearray, o: SnapshotHeaderRecord) -> None:
         raise EncodeError(f"cannot write SnapshotHeaderRecord: {exc}") from None
 
 
+
 SnapshotHeaderRecord._FIELDS = (
-    FieldInfo("version", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('version', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "last_contained_log_timestamp",
-        "int64",
+        'last_contained_log_timestamp',
+        'int64',
         None,
         False,
         VersionRange(0, 0),

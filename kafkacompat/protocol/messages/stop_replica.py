@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["StopReplicaRequest", "StopReplicaResponse"]
+__all__ = ['StopReplicaRequest', 'StopReplicaResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -29,16 +29,16 @@ _PC_i = _wire.COMPACT_PREFIXED["i"]
 _PI_i = _wire.CLASSIC_PREFIXED["i"]
 
 
-class StopReplicaRequest(KafkaRequest["StopReplicaResponse"]):
+class StopReplicaRequest(KafkaRequest['StopReplicaResponse']):
     __slots__ = (
-        "broker_epoch",
-        "controller_epoch",
-        "controller_id",
-        "delete_partitions",
-        "is_k_raft_controller",
-        "topic_states",
-        "topics",
-        "ungrouped_partitions",
+        'broker_epoch',
+        'controller_epoch',
+        'controller_id',
+        'delete_partitions',
+        'is_k_raft_controller',
+        'topic_states',
+        'topics',
+        'ungrouped_partitions',
     )
 
     def __init__(
@@ -63,34 +63,36 @@ class StopReplicaRequest(KafkaRequest["StopReplicaResponse"]):
         self.topic_states = [] if topic_states is _wire.DEFAULT else topic_states
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "StopReplicaRequest"
+    NAME = 'StopReplicaRequest'
     API_KEY = 5
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 4)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
-    LISTENERS = ("zkBroker",)
+    LISTENERS = ('zkBroker',)
     REMOVED_VERSIONS = VersionRange(0, 4)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "retired"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'retired'
 
     class StopReplicaPartitionV0(KafkaStruct):
-        __slots__ = ("partition_index", "topic_name")
+        __slots__ = ('partition_index', 'topic_name')
 
         def __init__(self, *, topic_name: str = "", partition_index: int = 0) -> None:
             self.topic_name = topic_name
             self.partition_index = partition_index
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class StopReplicaTopicV1(KafkaStruct):
-        __slots__ = ("name", "partition_indexes")
+        __slots__ = ('name', 'partition_indexes')
 
         def __init__(self, *, name: str = "", partition_indexes: list[int] = _wire.DEFAULT) -> None:
             self.name = name
             self.partition_indexes = [] if partition_indexes is _wire.DEFAULT else partition_indexes
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class StopReplicaPartitionState(KafkaStruct):
-        __slots__ = ("delete_partition", "leader_epoch", "partition_index")
+        __slots__ = ('delete_partition', 'leader_epoch', 'partition_index')
 
         def __init__(
             self,
@@ -104,8 +106,9 @@ class StopReplicaRequest(KafkaRequest["StopReplicaResponse"]):
             self.delete_partition = delete_partition
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class StopReplicaTopicState(KafkaStruct):
-        __slots__ = ("partition_states", "topic_name")
+        __slots__ = ('partition_states', 'topic_name')
 
         def __init__(
             self,
@@ -119,7 +122,7 @@ class StopReplicaRequest(KafkaRequest["StopReplicaResponse"]):
 
 
 class StopReplicaResponse(KafkaMessage):
-    __slots__ = ("error_code", "partition_errors")
+    __slots__ = ('error_code', 'partition_errors')
 
     def __init__(
         self,
@@ -131,23 +134,24 @@ class StopReplicaResponse(KafkaMessage):
         self.partition_errors = [] if partition_errors is _wire.DEFAULT else partition_errors
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "StopReplicaResponse"
+    NAME = 'StopReplicaResponse'
     API_KEY = 5
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 4)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     REMOVED_VERSIONS = VersionRange(0, 4)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "retired"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'retired'
 
     class StopReplicaPartitionError(KafkaStruct):
-        __slots__ = ("error_code", "partition_index", "topic_name")
+        __slots__ = ('error_code', 'partition_index', 'topic_name')
 
         def __init__(self, *, topic_name: str = "", partition_index: int = 0, error_code: int = 0) -> None:
             self.topic_name = topic_name
             self.partition_index = partition_index
             self.error_code = error_code
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 StopReplicaRequest.RESPONSE_CLASS = StopReplicaResponse
@@ -157,11 +161,7 @@ def _r_StopReplicaRequest_0(buf: Any, pos: int) -> tuple[StopReplicaRequest, int
     s1_ungrouped_partitions: list[Any]
     try:
         buflen = len(buf)
-        (
-            s1_controller_id,
-            s1_controller_epoch,
-            s1_delete_partitions,
-        ) = _F_iio.unpack_from(buf, pos)
+        (s1_controller_id, s1_controller_epoch, s1_delete_partitions,) = _F_iio.unpack_from(buf, pos)
         pos += 9
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -454,11 +454,7 @@ def _r_StopReplicaRequest_3(buf: Any, pos: int) -> tuple[StopReplicaRequest, int
     u6: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_controller_id,
-            s1_controller_epoch,
-            s1_broker_epoch,
-        ) = _F_iiq.unpack_from(buf, pos)
+        (s1_controller_id, s1_controller_epoch, s1_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
         pos += 16
         n = buf[pos] - 1
         if n < 0x7F:
@@ -818,7 +814,7 @@ def _w_StopReplicaRequest__StopReplicaTopicV1_0(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -935,10 +931,7 @@ def _r_StopReplicaResponse_0(buf: Any, pos: int) -> tuple[StopReplicaResponse, i
                     s3_topic_name, pos = _wire.read_string(buf, pos)
                     if s3_topic_name is None:
                         raise _wire.null_error("topic_name", pos)
-                (
-                    s3_partition_index,
-                    s3_error_code,
-                ) = _F_ih.unpack_from(buf, pos)
+                (s3_partition_index, s3_error_code,) = _F_ih.unpack_from(buf, pos)
                 pos += 6
                 o3 = _new(_C_Response__StopReplicaPartitionError)
                 o3.topic_name = s3_topic_name
@@ -999,11 +992,7 @@ def _r_StopReplicaResponse_1(buf: Any, pos: int) -> tuple[StopReplicaResponse, i
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
-                (
-                    s3_partition_index,
-                    s3_error_code,
-                    t3,
-                ) = _F_ihB.unpack_from(buf, pos)
+                (s3_partition_index, s3_error_code, t3,) = _F_ihB.unpack_from(buf, pos)
                 pos += 7
                 u3 = _NO_TAGS
                 if t3:
@@ -1111,14 +1100,14 @@ _C_Request__StopReplicaPartitionState = StopReplicaRequest.StopReplicaPartitionS
 _C_Request__StopReplicaTopicState = StopReplicaRequest.StopReplicaTopicState
 
 StopReplicaRequest._FIELDS = (
-    FieldInfo("controller_id", "int32", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("is_k_raft_controller", "bool", None, False, VersionRange(4, 4), _NONE, _NONE, None, False),
-    FieldInfo("controller_epoch", "int32", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("broker_epoch", "int64", None, False, VersionRange(1, 4), _NONE, _NONE, None, True),
-    FieldInfo("delete_partitions", "bool", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('controller_id', 'int32', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('is_k_raft_controller', 'bool', None, False, VersionRange(4, 4), _NONE, _NONE, None, False),
+    FieldInfo('controller_epoch', 'int32', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('broker_epoch', 'int64', None, False, VersionRange(1, 4), _NONE, _NONE, None, True),
+    FieldInfo('delete_partitions', 'bool', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "ungrouped_partitions",
-        "StopReplicaPartitionV0",
+        'ungrouped_partitions',
+        'StopReplicaPartitionV0',
         _C_Request__StopReplicaPartitionV0,
         True,
         VersionRange(0, 0),
@@ -1128,8 +1117,8 @@ StopReplicaRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "topics",
-        "StopReplicaTopicV1",
+        'topics',
+        'StopReplicaTopicV1',
         _C_Request__StopReplicaTopicV1,
         True,
         VersionRange(1, 2),
@@ -1139,8 +1128,8 @@ StopReplicaRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "topic_states",
-        "StopReplicaTopicState",
+        'topic_states',
+        'StopReplicaTopicState',
         _C_Request__StopReplicaTopicState,
         True,
         VersionRange(3, 4),
@@ -1151,23 +1140,23 @@ StopReplicaRequest._FIELDS = (
     ),
 )
 _C_Request__StopReplicaPartitionV0._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_Request__StopReplicaTopicV1._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
-    FieldInfo("partition_indexes", "int32", None, True, VersionRange(1, 2), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
+    FieldInfo('partition_indexes', 'int32', None, True, VersionRange(1, 2), _NONE, _NONE, None, False),
 )
 _C_Request__StopReplicaPartitionState._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(3, 4), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(3, 4), _NONE, _NONE, None, False),
-    FieldInfo("delete_partition", "bool", None, False, VersionRange(3, 4), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(3, 4), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(3, 4), _NONE, _NONE, None, False),
+    FieldInfo('delete_partition', 'bool', None, False, VersionRange(3, 4), _NONE, _NONE, None, False),
 )
 _C_Request__StopReplicaTopicState._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(3, 4), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(3, 4), _NONE, _NONE, None, False),
     FieldInfo(
-        "partition_states",
-        "StopReplicaPartitionState",
+        'partition_states',
+        'StopReplicaPartitionState',
         _C_Request__StopReplicaPartitionState,
         True,
         VersionRange(3, 4),
@@ -1195,10 +1184,10 @@ StopReplicaRequest._WRITERS = {
 _C_Response__StopReplicaPartitionError = StopReplicaResponse.StopReplicaPartitionError
 
 StopReplicaResponse._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
     FieldInfo(
-        "partition_errors",
-        "StopReplicaPartitionError",
+        'partition_errors',
+        'StopReplicaPartitionError',
         _C_Response__StopReplicaPartitionError,
         True,
         VersionRange(0, 4),
@@ -1209,9 +1198,9 @@ StopReplicaResponse._FIELDS = (
     ),
 )
 _C_Response__StopReplicaPartitionError._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
 )
 StopReplicaResponse._READERS = {
     0: _r_StopReplicaResponse_0,

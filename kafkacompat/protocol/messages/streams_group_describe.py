@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["StreamsGroupDescribeRequest", "StreamsGroupDescribeResponse"]
+__all__ = ['StreamsGroupDescribeRequest', 'StreamsGroupDescribeResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -35,8 +35,8 @@ _K_i = _wire.COUNTED_ARRAYS["i"]
 _PC_i = _wire.COMPACT_PREFIXED["i"]
 
 
-class StreamsGroupDescribeRequest(KafkaRequest["StreamsGroupDescribeResponse"]):
-    __slots__ = ("group_ids", "include_authorized_operations", "include_topology_description")
+class StreamsGroupDescribeRequest(KafkaRequest['StreamsGroupDescribeResponse']):
+    __slots__ = ('group_ids', 'include_authorized_operations', 'include_topology_description')
 
     def __init__(
         self,
@@ -50,16 +50,15 @@ class StreamsGroupDescribeRequest(KafkaRequest["StreamsGroupDescribeResponse"]):
         self.include_topology_description = include_topology_description
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "StreamsGroupDescribeRequest"
+    NAME = 'StreamsGroupDescribeRequest'
     API_KEY = 89
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
-
+    LISTENERS = ('broker',)
 
 class StreamsGroupDescribeResponse(KafkaMessage):
-    __slots__ = ("groups", "throttle_time_ms")
+    __slots__ = ('groups', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -71,22 +70,23 @@ class StreamsGroupDescribeResponse(KafkaMessage):
         self.groups = [] if groups is _wire.DEFAULT else groups
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "StreamsGroupDescribeResponse"
+    NAME = 'StreamsGroupDescribeResponse'
     API_KEY = 89
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class KeyValue(KafkaStruct):
-        __slots__ = ("key", "value")
+        __slots__ = ('key', 'value')
 
         def __init__(self, *, key: str = "", value: str = "") -> None:
             self.key = key
             self.value = value
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopicInfo(KafkaStruct):
-        __slots__ = ("name", "partitions", "replication_factor", "topic_configs")
+        __slots__ = ('name', 'partitions', 'replication_factor', 'topic_configs')
 
         def __init__(
             self,
@@ -102,13 +102,14 @@ class StreamsGroupDescribeResponse(KafkaMessage):
             self.topic_configs = [] if topic_configs is _wire.DEFAULT else topic_configs
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class Subtopology(KafkaStruct):
         __slots__ = (
-            "repartition_sink_topics",
-            "repartition_source_topics",
-            "source_topics",
-            "state_changelog_topics",
-            "subtopology_id",
+            'repartition_sink_topics',
+            'repartition_source_topics',
+            'source_topics',
+            'state_changelog_topics',
+            'subtopology_id',
         )
 
         def __init__(
@@ -123,18 +124,25 @@ class StreamsGroupDescribeResponse(KafkaMessage):
             self.subtopology_id = subtopology_id
             self.source_topics = [] if source_topics is _wire.DEFAULT else source_topics
             self.repartition_sink_topics = (
-                [] if repartition_sink_topics is _wire.DEFAULT else repartition_sink_topics
+                []
+                if repartition_sink_topics is _wire.DEFAULT
+                else repartition_sink_topics
             )
             self.state_changelog_topics = (
-                [] if state_changelog_topics is _wire.DEFAULT else state_changelog_topics
+                []
+                if state_changelog_topics is _wire.DEFAULT
+                else state_changelog_topics
             )
             self.repartition_source_topics = (
-                [] if repartition_source_topics is _wire.DEFAULT else repartition_source_topics
+                []
+                if repartition_source_topics is _wire.DEFAULT
+                else repartition_source_topics
             )
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class Topology(KafkaStruct):
-        __slots__ = ("epoch", "subtopologies")
+        __slots__ = ('epoch', 'subtopologies')
 
         def __init__(
             self,
@@ -146,16 +154,18 @@ class StreamsGroupDescribeResponse(KafkaMessage):
             self.subtopologies = subtopologies
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class Endpoint(KafkaStruct):
-        __slots__ = ("host", "port")
+        __slots__ = ('host', 'port')
 
         def __init__(self, *, host: str = "", port: int = 0) -> None:
             self.host = host
             self.port = port
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TaskOffset(KafkaStruct):
-        __slots__ = ("offset", "partition", "subtopology_id")
+        __slots__ = ('offset', 'partition', 'subtopology_id')
 
         def __init__(self, *, subtopology_id: str = "", partition: int = 0, offset: int = 0) -> None:
             self.subtopology_id = subtopology_id
@@ -163,16 +173,18 @@ class StreamsGroupDescribeResponse(KafkaMessage):
             self.offset = offset
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TaskIds(KafkaStruct):
-        __slots__ = ("partitions", "subtopology_id")
+        __slots__ = ('partitions', 'subtopology_id')
 
         def __init__(self, *, subtopology_id: str = "", partitions: list[int] = _wire.DEFAULT) -> None:
             self.subtopology_id = subtopology_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class Assignment(KafkaStruct):
-        __slots__ = ("active_tasks", "standby_tasks", "warmup_tasks")
+        __slots__ = ('active_tasks', 'standby_tasks', 'warmup_tasks')
 
         def __init__(
             self,
@@ -186,23 +198,24 @@ class StreamsGroupDescribeResponse(KafkaMessage):
             self.warmup_tasks = [] if warmup_tasks is _wire.DEFAULT else warmup_tasks
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class Member(KafkaStruct):
         __slots__ = (
-            "assignment",
-            "client_host",
-            "client_id",
-            "client_tags",
-            "instance_id",
-            "is_classic",
-            "member_epoch",
-            "member_id",
-            "process_id",
-            "rack_id",
-            "target_assignment",
-            "task_end_offsets",
-            "task_offsets",
-            "topology_epoch",
-            "user_endpoint",
+            'assignment',
+            'client_host',
+            'client_id',
+            'client_tags',
+            'instance_id',
+            'is_classic',
+            'member_epoch',
+            'member_id',
+            'process_id',
+            'rack_id',
+            'target_assignment',
+            'task_end_offsets',
+            'task_offsets',
+            'topology_epoch',
+            'user_endpoint',
         )
 
         def __init__(
@@ -237,7 +250,9 @@ class StreamsGroupDescribeResponse(KafkaMessage):
             self.task_offsets = [] if task_offsets is _wire.DEFAULT else task_offsets
             self.task_end_offsets = [] if task_end_offsets is _wire.DEFAULT else task_end_offsets
             self.assignment = (
-                StreamsGroupDescribeResponse.Assignment() if assignment is _wire.DEFAULT else assignment
+                StreamsGroupDescribeResponse.Assignment()
+                if assignment is _wire.DEFAULT
+                else assignment
             )
             self.target_assignment = (
                 StreamsGroupDescribeResponse.Assignment()
@@ -247,8 +262,9 @@ class StreamsGroupDescribeResponse(KafkaMessage):
             self.is_classic = is_classic
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopologyDescriptionNode(KafkaStruct):
-        __slots__ = ("name", "node_type", "sink_topic", "source_topics", "stores", "successors")
+        __slots__ = ('name', 'node_type', 'sink_topic', 'source_topics', 'stores', 'successors')
 
         def __init__(
             self,
@@ -268,8 +284,9 @@ class StreamsGroupDescribeResponse(KafkaMessage):
             self.successors = [] if successors is _wire.DEFAULT else successors
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopologyDescriptionSubtopology(KafkaStruct):
-        __slots__ = ("nodes", "subtopology_id")
+        __slots__ = ('nodes', 'subtopology_id')
 
         def __init__(
             self,
@@ -281,8 +298,9 @@ class StreamsGroupDescribeResponse(KafkaMessage):
             self.nodes = [] if nodes is _wire.DEFAULT else nodes
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopologyDescriptionGlobalStore(KafkaStruct):
-        __slots__ = ("processor", "source")
+        __slots__ = ('processor', 'source')
 
         def __init__(
             self,
@@ -291,7 +309,9 @@ class StreamsGroupDescribeResponse(KafkaMessage):
             processor: StreamsGroupDescribeResponse.TopologyDescriptionNode = _wire.DEFAULT,
         ) -> None:
             self.source = (
-                StreamsGroupDescribeResponse.TopologyDescriptionNode() if source is _wire.DEFAULT else source
+                StreamsGroupDescribeResponse.TopologyDescriptionNode()
+                if source is _wire.DEFAULT
+                else source
             )
             self.processor = (
                 StreamsGroupDescribeResponse.TopologyDescriptionNode()
@@ -300,8 +320,9 @@ class StreamsGroupDescribeResponse(KafkaMessage):
             )
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopologyDescription(KafkaStruct):
-        __slots__ = ("global_stores", "subtopologies")
+        __slots__ = ('global_stores', 'subtopologies')
 
         def __init__(
             self,
@@ -313,20 +334,21 @@ class StreamsGroupDescribeResponse(KafkaMessage):
             self.global_stores = [] if global_stores is _wire.DEFAULT else global_stores
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class DescribedGroup(KafkaStruct):
         __slots__ = (
-            "assignment_epoch",
-            "assignor_name",
-            "authorized_operations",
-            "error_code",
-            "error_message",
-            "group_epoch",
-            "group_id",
-            "group_state",
-            "members",
-            "topology",
-            "topology_description",
-            "topology_description_status",
+            'assignment_epoch',
+            'assignor_name',
+            'authorized_operations',
+            'error_code',
+            'error_message',
+            'group_epoch',
+            'group_id',
+            'group_state',
+            'members',
+            'topology',
+            'topology_description',
+            'topology_description_status',
         )
 
         def __init__(
@@ -360,6 +382,7 @@ class StreamsGroupDescribeResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
 
+
 StreamsGroupDescribeRequest.RESPONSE_CLASS = StreamsGroupDescribeResponse
 
 
@@ -390,10 +413,7 @@ def _r_StreamsGroupDescribeRequest_0(buf: Any, pos: int) -> tuple[StreamsGroupDe
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "group_ids[]")
                 add2(item)
-        (
-            s1_include_authorized_operations,
-            t1,
-        ) = _F_oB.unpack_from(buf, pos)
+        (s1_include_authorized_operations, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -604,10 +624,7 @@ def _r_StreamsGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[StreamsGroupD
             s1_groups = []
             add2 = s1_groups.append
             for _ in range(n):
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -638,10 +655,7 @@ def _r_StreamsGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[StreamsGroupD
                     pos = stop
                 else:
                     s3_group_state, pos = _wire.read_compact_text(buf, pos, "group_state")
-                (
-                    s3_group_epoch,
-                    s3_assignment_epoch,
-                ) = _F_ii.unpack_from(buf, pos)
+                (s3_group_epoch, s3_assignment_epoch,) = _F_ii.unpack_from(buf, pos)
                 pos += 8
                 (flag,) = _wire.INT8.unpack_from(buf, pos)
                 pos += 1
@@ -748,10 +762,7 @@ def _r_StreamsGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[StreamsGroupD
                                         pos = stop
                                     else:
                                         s10_name, pos = _wire.read_compact_text(buf, pos, "name")
-                                    (
-                                        s10_partitions,
-                                        s10_replication_factor,
-                                    ) = _F_ih.unpack_from(buf, pos)
+                                    (s10_partitions, s10_replication_factor,) = _F_ih.unpack_from(buf, pos)
                                     pos += 6
                                     n = buf[pos] - 1
                                     if n < 0x7F:
@@ -847,10 +858,7 @@ def _r_StreamsGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[StreamsGroupD
                                         pos = stop
                                     else:
                                         s14_name, pos = _wire.read_compact_text(buf, pos, "name")
-                                    (
-                                        s14_partitions,
-                                        s14_replication_factor,
-                                    ) = _F_ih.unpack_from(buf, pos)
+                                    (s14_partitions, s14_replication_factor,) = _F_ih.unpack_from(buf, pos)
                                     pos += 6
                                     n = buf[pos] - 1
                                     if n < 0x7F:
@@ -980,10 +988,7 @@ def _r_StreamsGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[StreamsGroupD
                             pos = stop
                         else:
                             s18_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
-                        (
-                            s18_member_epoch,
-                            size,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s18_member_epoch, size,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -1026,10 +1031,7 @@ def _r_StreamsGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[StreamsGroupD
                             pos = stop
                         else:
                             s18_client_host, pos = _wire.read_compact_text(buf, pos, "client_host")
-                        (
-                            s18_topology_epoch,
-                            size,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s18_topology_epoch, size,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -1056,10 +1058,7 @@ def _r_StreamsGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[StreamsGroupD
                                 pos = stop
                             else:
                                 s19_host, pos = _wire.read_compact_text(buf, pos, "host")
-                            (
-                                s19_port,
-                                t19,
-                            ) = _F_HB.unpack_from(buf, pos)
+                            (s19_port, t19,) = _F_HB.unpack_from(buf, pos)
                             pos += 3
                             u19 = _NO_TAGS
                             if t19:
@@ -1156,11 +1155,7 @@ def _r_StreamsGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[StreamsGroupD
                                         pos,
                                         "subtopology_id",
                                     )
-                                (
-                                    s23_partition,
-                                    s23_offset,
-                                    t23,
-                                ) = _F_iqB.unpack_from(buf, pos)
+                                (s23_partition, s23_offset, t23,) = _F_iqB.unpack_from(buf, pos)
                                 pos += 13
                                 u23 = _NO_TAGS
                                 if t23:
@@ -1206,11 +1201,7 @@ def _r_StreamsGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[StreamsGroupD
                                         pos,
                                         "subtopology_id",
                                     )
-                                (
-                                    s25_partition,
-                                    s25_offset,
-                                    t25,
-                                ) = _F_iqB.unpack_from(buf, pos)
+                                (s25_partition, s25_offset, t25,) = _F_iqB.unpack_from(buf, pos)
                                 pos += 13
                                 u25 = _NO_TAGS
                                 if t25:
@@ -1661,10 +1652,7 @@ def _r_StreamsGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[StreamsGroupD
                         o33.warmup_tasks = s33_warmup_tasks
                         o33._unknown_tags = u33
                         s18_target_assignment = o33
-                        (
-                            s18_is_classic,
-                            t18,
-                        ) = _F_oB.unpack_from(buf, pos)
+                        (s18_is_classic, t18,) = _F_oB.unpack_from(buf, pos)
                         pos += 2
                         u18 = _NO_TAGS
                         if t18:
@@ -1695,10 +1683,7 @@ def _r_StreamsGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[StreamsGroupD
                         o18.is_classic = s18_is_classic
                         o18._unknown_tags = u18
                         add17(o18)
-                (
-                    s3_authorized_operations,
-                    t3,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_authorized_operations, t3,) = _F_iB.unpack_from(buf, pos)
                 pos += 5
                 u3 = _NO_TAGS
                 if t3:
@@ -1864,10 +1849,7 @@ def _r_StreamsGroupDescribeResponse_1(buf: Any, pos: int) -> tuple[StreamsGroupD
             s1_groups = []
             add2 = s1_groups.append
             for _ in range(n):
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -1898,10 +1880,7 @@ def _r_StreamsGroupDescribeResponse_1(buf: Any, pos: int) -> tuple[StreamsGroupD
                     pos = stop
                 else:
                     s3_group_state, pos = _wire.read_compact_text(buf, pos, "group_state")
-                (
-                    s3_group_epoch,
-                    s3_assignment_epoch,
-                ) = _F_ii.unpack_from(buf, pos)
+                (s3_group_epoch, s3_assignment_epoch,) = _F_ii.unpack_from(buf, pos)
                 pos += 8
                 (flag,) = _wire.INT8.unpack_from(buf, pos)
                 pos += 1
@@ -2008,10 +1987,7 @@ def _r_StreamsGroupDescribeResponse_1(buf: Any, pos: int) -> tuple[StreamsGroupD
                                         pos = stop
                                     else:
                                         s10_name, pos = _wire.read_compact_text(buf, pos, "name")
-                                    (
-                                        s10_partitions,
-                                        s10_replication_factor,
-                                    ) = _F_ih.unpack_from(buf, pos)
+                                    (s10_partitions, s10_replication_factor,) = _F_ih.unpack_from(buf, pos)
                                     pos += 6
                                     n = buf[pos] - 1
                                     if n < 0x7F:
@@ -2107,10 +2083,7 @@ def _r_StreamsGroupDescribeResponse_1(buf: Any, pos: int) -> tuple[StreamsGroupD
                                         pos = stop
                                     else:
                                         s14_name, pos = _wire.read_compact_text(buf, pos, "name")
-                                    (
-                                        s14_partitions,
-                                        s14_replication_factor,
-                                    ) = _F_ih.unpack_from(buf, pos)
+                                    (s14_partitions, s14_replication_factor,) = _F_ih.unpack_from(buf, pos)
                                     pos += 6
                                     n = buf[pos] - 1
                                     if n < 0x7F:
@@ -2240,10 +2213,7 @@ def _r_StreamsGroupDescribeResponse_1(buf: Any, pos: int) -> tuple[StreamsGroupD
                             pos = stop
                         else:
                             s18_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
-                        (
-                            s18_member_epoch,
-                            size,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s18_member_epoch, size,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -2286,10 +2256,7 @@ def _r_StreamsGroupDescribeResponse_1(buf: Any, pos: int) -> tuple[StreamsGroupD
                             pos = stop
                         else:
                             s18_client_host, pos = _wire.read_compact_text(buf, pos, "client_host")
-                        (
-                            s18_topology_epoch,
-                            size,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s18_topology_epoch, size,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -2316,10 +2283,7 @@ def _r_StreamsGroupDescribeResponse_1(buf: Any, pos: int) -> tuple[StreamsGroupD
                                 pos = stop
                             else:
                                 s19_host, pos = _wire.read_compact_text(buf, pos, "host")
-                            (
-                                s19_port,
-                                t19,
-                            ) = _F_HB.unpack_from(buf, pos)
+                            (s19_port, t19,) = _F_HB.unpack_from(buf, pos)
                             pos += 3
                             u19 = _NO_TAGS
                             if t19:
@@ -2416,11 +2380,7 @@ def _r_StreamsGroupDescribeResponse_1(buf: Any, pos: int) -> tuple[StreamsGroupD
                                         pos,
                                         "subtopology_id",
                                     )
-                                (
-                                    s23_partition,
-                                    s23_offset,
-                                    t23,
-                                ) = _F_iqB.unpack_from(buf, pos)
+                                (s23_partition, s23_offset, t23,) = _F_iqB.unpack_from(buf, pos)
                                 pos += 13
                                 u23 = _NO_TAGS
                                 if t23:
@@ -2466,11 +2426,7 @@ def _r_StreamsGroupDescribeResponse_1(buf: Any, pos: int) -> tuple[StreamsGroupD
                                         pos,
                                         "subtopology_id",
                                     )
-                                (
-                                    s25_partition,
-                                    s25_offset,
-                                    t25,
-                                ) = _F_iqB.unpack_from(buf, pos)
+                                (s25_partition, s25_offset, t25,) = _F_iqB.unpack_from(buf, pos)
                                 pos += 13
                                 u25 = _NO_TAGS
                                 if t25:
@@ -2921,10 +2877,7 @@ def _r_StreamsGroupDescribeResponse_1(buf: Any, pos: int) -> tuple[StreamsGroupD
                         o33.warmup_tasks = s33_warmup_tasks
                         o33._unknown_tags = u33
                         s18_target_assignment = o33
-                        (
-                            s18_is_classic,
-                            t18,
-                        ) = _F_oB.unpack_from(buf, pos)
+                        (s18_is_classic, t18,) = _F_oB.unpack_from(buf, pos)
                         pos += 2
                         u18 = _NO_TAGS
                         if t18:
@@ -3428,10 +3381,7 @@ def _r_StreamsGroupDescribeResponse_1(buf: Any, pos: int) -> tuple[StreamsGroupD
                     o40.global_stores = s40_global_stores
                     o40._unknown_tags = u40
                     s3_topology_description = o40
-                (
-                    s3_topology_description_status,
-                    size,
-                ) = _F_bB.unpack_from(buf, pos)
+                (s3_topology_description_status, size,) = _F_bB.unpack_from(buf, pos)
                 pos += 1
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -3670,7 +3620,7 @@ def _w_StreamsGroupDescribeResponse__Topology_0(
         out += _F_i.pack(o.epoch)
         x = o.subtopologies
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -3872,9 +3822,9 @@ def _w_StreamsGroupDescribeResponse__Member_0(out: bytearray, o: StreamsGroupDes
             _wire.write_compact_string(out, x)
         x = o.user_endpoint
         if x is None:
-            out += b"\xff"
+            out += b'\xff'
         else:
-            out += b"\x01"
+            out += b'\x01'
             _w_StreamsGroupDescribeResponse__Endpoint_0(out, x)
         x = o.client_tags
         if x is None:
@@ -4134,9 +4084,9 @@ def _w_StreamsGroupDescribeResponse__DescribedGroup_0(
         out += _F_ii.pack(o.group_epoch, o.assignment_epoch)
         x = o.topology
         if x is None:
-            out += b"\xff"
+            out += b'\xff'
         else:
-            out += b"\x01"
+            out += b'\x01'
             _w_StreamsGroupDescribeResponse__Topology_0(out, x)
         x = o.members
         if x is None:
@@ -4193,9 +4143,9 @@ def _w_StreamsGroupDescribeResponse__DescribedGroup_1(
         out += _F_ii.pack(o.group_epoch, o.assignment_epoch)
         x = o.topology
         if x is None:
-            out += b"\xff"
+            out += b'\xff'
         else:
-            out += b"\x01"
+            out += b'\x01'
             _w_StreamsGroupDescribeResponse__Topology_0(out, x)
         x = o.members
         if x is None:
@@ -4210,9 +4160,9 @@ def _w_StreamsGroupDescribeResponse__DescribedGroup_1(
         out += _F_i.pack(o.authorized_operations)
         x = o.topology_description
         if x is None:
-            out += b"\xff"
+            out += b'\xff'
         else:
-            out += b"\x01"
+            out += b'\x01'
             _w_StreamsGroupDescribeResponse__TopologyDescription_0(out, x)
         out += _F_b.pack(o.topology_description_status)
         x = o.assignor_name
@@ -4230,11 +4180,12 @@ def _w_StreamsGroupDescribeResponse__DescribedGroup_1(
         raise EncodeError(f"cannot write DescribedGroup: {exc}") from None
 
 
+
 StreamsGroupDescribeRequest._FIELDS = (
-    FieldInfo("group_ids", "string", None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('group_ids', 'string', None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "include_authorized_operations",
-        "bool",
+        'include_authorized_operations',
+        'bool',
         None,
         False,
         VersionRange(0, 1),
@@ -4244,8 +4195,8 @@ StreamsGroupDescribeRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "include_topology_description",
-        "bool",
+        'include_topology_description',
+        'bool',
         None,
         False,
         VersionRange(1, 1),
@@ -4280,10 +4231,10 @@ _C_Response__TopologyDescription = StreamsGroupDescribeResponse.TopologyDescript
 _C_Response__DescribedGroup = StreamsGroupDescribeResponse.DescribedGroup
 
 StreamsGroupDescribeResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "groups",
-        "DescribedGroup",
+        'groups',
+        'DescribedGroup',
         _C_Response__DescribedGroup,
         True,
         VersionRange(0, 1),
@@ -4294,16 +4245,16 @@ StreamsGroupDescribeResponse._FIELDS = (
     ),
 )
 _C_Response__KeyValue._FIELDS = (
-    FieldInfo("key", "string", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("value", "string", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('key', 'string', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('value', 'string', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
 )
 _C_Response__TopicInfo._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("partitions", "int32", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("replication_factor", "int16", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('partitions', 'int32', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('replication_factor', 'int16', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
     FieldInfo(
-        "topic_configs",
-        "KeyValue",
+        'topic_configs',
+        'KeyValue',
         _C_Response__KeyValue,
         True,
         VersionRange(0, 32767),
@@ -4314,12 +4265,12 @@ _C_Response__TopicInfo._FIELDS = (
     ),
 )
 _C_Response__Subtopology._FIELDS = (
-    FieldInfo("subtopology_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("source_topics", "string", None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("repartition_sink_topics", "string", None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('subtopology_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('source_topics', 'string', None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('repartition_sink_topics', 'string', None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "state_changelog_topics",
-        "TopicInfo",
+        'state_changelog_topics',
+        'TopicInfo',
         _C_Response__TopicInfo,
         True,
         VersionRange(0, 1),
@@ -4329,8 +4280,8 @@ _C_Response__Subtopology._FIELDS = (
         False,
     ),
     FieldInfo(
-        "repartition_source_topics",
-        "TopicInfo",
+        'repartition_source_topics',
+        'TopicInfo',
         _C_Response__TopicInfo,
         True,
         VersionRange(0, 1),
@@ -4341,10 +4292,10 @@ _C_Response__Subtopology._FIELDS = (
     ),
 )
 _C_Response__Topology._FIELDS = (
-    FieldInfo("epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "subtopologies",
-        "Subtopology",
+        'subtopologies',
+        'Subtopology',
         _C_Response__Subtopology,
         True,
         VersionRange(0, 1),
@@ -4355,22 +4306,22 @@ _C_Response__Topology._FIELDS = (
     ),
 )
 _C_Response__Endpoint._FIELDS = (
-    FieldInfo("host", "string", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("port", "uint16", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('port', 'uint16', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
 )
 _C_Response__TaskOffset._FIELDS = (
-    FieldInfo("subtopology_id", "string", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("partition", "int32", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("offset", "int64", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('subtopology_id', 'string', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('partition', 'int32', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('offset', 'int64', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
 )
 _C_Response__TaskIds._FIELDS = (
-    FieldInfo("subtopology_id", "string", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("partitions", "int32", None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('subtopology_id', 'string', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('partitions', 'int32', None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
 )
 _C_Response__Assignment._FIELDS = (
     FieldInfo(
-        "active_tasks",
-        "TaskIds",
+        'active_tasks',
+        'TaskIds',
         _C_Response__TaskIds,
         True,
         VersionRange(0, 32767),
@@ -4380,8 +4331,8 @@ _C_Response__Assignment._FIELDS = (
         False,
     ),
     FieldInfo(
-        "standby_tasks",
-        "TaskIds",
+        'standby_tasks',
+        'TaskIds',
         _C_Response__TaskIds,
         True,
         VersionRange(0, 32767),
@@ -4391,8 +4342,8 @@ _C_Response__Assignment._FIELDS = (
         False,
     ),
     FieldInfo(
-        "warmup_tasks",
-        "TaskIds",
+        'warmup_tasks',
+        'TaskIds',
         _C_Response__TaskIds,
         True,
         VersionRange(0, 32767),
@@ -4403,11 +4354,11 @@ _C_Response__Assignment._FIELDS = (
     ),
 )
 _C_Response__Member._FIELDS = (
-    FieldInfo("member_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("member_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('member_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('member_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "instance_id",
-        "string",
+        'instance_id',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -4417,8 +4368,8 @@ _C_Response__Member._FIELDS = (
         False,
     ),
     FieldInfo(
-        "rack_id",
-        "string",
+        'rack_id',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -4427,13 +4378,13 @@ _C_Response__Member._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("client_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("client_host", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("topology_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("process_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('client_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('client_host', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('topology_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('process_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "user_endpoint",
-        "Endpoint",
+        'user_endpoint',
+        'Endpoint',
         _C_Response__Endpoint,
         False,
         VersionRange(0, 1),
@@ -4443,8 +4394,8 @@ _C_Response__Member._FIELDS = (
         False,
     ),
     FieldInfo(
-        "client_tags",
-        "KeyValue",
+        'client_tags',
+        'KeyValue',
         _C_Response__KeyValue,
         True,
         VersionRange(0, 1),
@@ -4454,8 +4405,8 @@ _C_Response__Member._FIELDS = (
         False,
     ),
     FieldInfo(
-        "task_offsets",
-        "TaskOffset",
+        'task_offsets',
+        'TaskOffset',
         _C_Response__TaskOffset,
         True,
         VersionRange(0, 1),
@@ -4465,8 +4416,8 @@ _C_Response__Member._FIELDS = (
         False,
     ),
     FieldInfo(
-        "task_end_offsets",
-        "TaskOffset",
+        'task_end_offsets',
+        'TaskOffset',
         _C_Response__TaskOffset,
         True,
         VersionRange(0, 1),
@@ -4476,8 +4427,8 @@ _C_Response__Member._FIELDS = (
         False,
     ),
     FieldInfo(
-        "assignment",
-        "Assignment",
+        'assignment',
+        'Assignment',
         _C_Response__Assignment,
         False,
         VersionRange(0, 1),
@@ -4487,8 +4438,8 @@ _C_Response__Member._FIELDS = (
         False,
     ),
     FieldInfo(
-        "target_assignment",
-        "Assignment",
+        'target_assignment',
+        'Assignment',
         _C_Response__Assignment,
         False,
         VersionRange(0, 1),
@@ -4497,15 +4448,15 @@ _C_Response__Member._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("is_classic", "bool", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('is_classic', 'bool', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 _C_Response__TopologyDescriptionNode._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(1, 32767), _NONE, _NONE, None, False),
-    FieldInfo("node_type", "int8", None, False, VersionRange(1, 32767), _NONE, _NONE, None, False),
-    FieldInfo("source_topics", "string", None, True, VersionRange(1, 32767), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(1, 32767), _NONE, _NONE, None, False),
+    FieldInfo('node_type', 'int8', None, False, VersionRange(1, 32767), _NONE, _NONE, None, False),
+    FieldInfo('source_topics', 'string', None, True, VersionRange(1, 32767), _NONE, _NONE, None, False),
     FieldInfo(
-        "sink_topic",
-        "string",
+        'sink_topic',
+        'string',
         None,
         False,
         VersionRange(1, 32767),
@@ -4514,14 +4465,14 @@ _C_Response__TopologyDescriptionNode._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("stores", "string", None, True, VersionRange(1, 32767), _NONE, _NONE, None, False),
-    FieldInfo("successors", "string", None, True, VersionRange(1, 32767), _NONE, _NONE, None, False),
+    FieldInfo('stores', 'string', None, True, VersionRange(1, 32767), _NONE, _NONE, None, False),
+    FieldInfo('successors', 'string', None, True, VersionRange(1, 32767), _NONE, _NONE, None, False),
 )
 _C_Response__TopologyDescriptionSubtopology._FIELDS = (
-    FieldInfo("subtopology_id", "string", None, False, VersionRange(1, 32767), _NONE, _NONE, None, False),
+    FieldInfo('subtopology_id', 'string', None, False, VersionRange(1, 32767), _NONE, _NONE, None, False),
     FieldInfo(
-        "nodes",
-        "TopologyDescriptionNode",
+        'nodes',
+        'TopologyDescriptionNode',
         _C_Response__TopologyDescriptionNode,
         True,
         VersionRange(1, 32767),
@@ -4533,8 +4484,8 @@ _C_Response__TopologyDescriptionSubtopology._FIELDS = (
 )
 _C_Response__TopologyDescriptionGlobalStore._FIELDS = (
     FieldInfo(
-        "source",
-        "TopologyDescriptionNode",
+        'source',
+        'TopologyDescriptionNode',
         _C_Response__TopologyDescriptionNode,
         False,
         VersionRange(1, 32767),
@@ -4544,8 +4495,8 @@ _C_Response__TopologyDescriptionGlobalStore._FIELDS = (
         False,
     ),
     FieldInfo(
-        "processor",
-        "TopologyDescriptionNode",
+        'processor',
+        'TopologyDescriptionNode',
         _C_Response__TopologyDescriptionNode,
         False,
         VersionRange(1, 32767),
@@ -4557,8 +4508,8 @@ _C_Response__TopologyDescriptionGlobalStore._FIELDS = (
 )
 _C_Response__TopologyDescription._FIELDS = (
     FieldInfo(
-        "subtopologies",
-        "TopologyDescriptionSubtopology",
+        'subtopologies',
+        'TopologyDescriptionSubtopology',
         _C_Response__TopologyDescriptionSubtopology,
         True,
         VersionRange(1, 32767),
@@ -4568,8 +4519,8 @@ _C_Response__TopologyDescription._FIELDS = (
         False,
     ),
     FieldInfo(
-        "global_stores",
-        "TopologyDescriptionGlobalStore",
+        'global_stores',
+        'TopologyDescriptionGlobalStore',
         _C_Response__TopologyDescriptionGlobalStore,
         True,
         VersionRange(1, 32767),
@@ -4580,10 +4531,10 @@ _C_Response__TopologyDescription._FIELDS = (
     ),
 )
 _C_Response__DescribedGroup._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -4592,13 +4543,13 @@ _C_Response__DescribedGroup._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("group_state", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("group_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("assignment_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('group_state', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('group_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('assignment_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "topology",
-        "Topology",
+        'topology',
+        'Topology',
         _C_Response__Topology,
         False,
         VersionRange(0, 1),
@@ -4607,11 +4558,11 @@ _C_Response__DescribedGroup._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("members", "Member", _C_Response__Member, True, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("authorized_operations", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('members', 'Member', _C_Response__Member, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('authorized_operations', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "topology_description",
-        "TopologyDescription",
+        'topology_description',
+        'TopologyDescription',
         _C_Response__TopologyDescription,
         False,
         VersionRange(1, 1),
@@ -4621,8 +4572,8 @@ _C_Response__DescribedGroup._FIELDS = (
         False,
     ),
     FieldInfo(
-        "topology_description_status",
-        "int8",
+        'topology_description_status',
+        'int8',
         None,
         False,
         VersionRange(1, 1),
@@ -4632,8 +4583,8 @@ _C_Response__DescribedGroup._FIELDS = (
         False,
     ),
     FieldInfo(
-        "assignor_name",
-        "string",
+        'assignor_name',
+        'string',
         None,
         False,
         VersionRange(1, 1),

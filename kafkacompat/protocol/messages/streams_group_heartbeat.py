@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["StreamsGroupHeartbeatRequest", "StreamsGroupHeartbeatResponse"]
+__all__ = ['StreamsGroupHeartbeatRequest', 'StreamsGroupHeartbeatResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -38,25 +38,25 @@ _PC_h = _wire.COMPACT_PREFIXED["h"]
 _PC_i = _wire.COMPACT_PREFIXED["i"]
 
 
-class StreamsGroupHeartbeatRequest(KafkaRequest["StreamsGroupHeartbeatResponse"]):
+class StreamsGroupHeartbeatRequest(KafkaRequest['StreamsGroupHeartbeatResponse']):
     __slots__ = (
-        "active_tasks",
-        "client_tags",
-        "endpoint_information_epoch",
-        "group_id",
-        "instance_id",
-        "member_epoch",
-        "member_id",
-        "process_id",
-        "rack_id",
-        "rebalance_timeout_ms",
-        "shutdown_application",
-        "standby_tasks",
-        "task_end_offsets",
-        "task_offsets",
-        "topology",
-        "user_endpoint",
-        "warmup_tasks",
+        'active_tasks',
+        'client_tags',
+        'endpoint_information_epoch',
+        'group_id',
+        'instance_id',
+        'member_epoch',
+        'member_id',
+        'process_id',
+        'rack_id',
+        'rebalance_timeout_ms',
+        'shutdown_application',
+        'standby_tasks',
+        'task_end_offsets',
+        'task_offsets',
+        'topology',
+        'user_endpoint',
+        'warmup_tasks',
     )
 
     def __init__(
@@ -99,23 +99,24 @@ class StreamsGroupHeartbeatRequest(KafkaRequest["StreamsGroupHeartbeatResponse"]
         self.shutdown_application = shutdown_application
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "StreamsGroupHeartbeatRequest"
+    NAME = 'StreamsGroupHeartbeatRequest'
     API_KEY = 88
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
 
     class KeyValue(KafkaStruct):
-        __slots__ = ("key", "value")
+        __slots__ = ('key', 'value')
 
         def __init__(self, *, key: str = "", value: str = "") -> None:
             self.key = key
             self.value = value
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopicInfo(KafkaStruct):
-        __slots__ = ("name", "partitions", "replication_factor", "topic_configs")
+        __slots__ = ('name', 'partitions', 'replication_factor', 'topic_configs')
 
         def __init__(
             self,
@@ -131,8 +132,9 @@ class StreamsGroupHeartbeatRequest(KafkaRequest["StreamsGroupHeartbeatResponse"]
             self.topic_configs = [] if topic_configs is _wire.DEFAULT else topic_configs
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class CopartitionGroup(KafkaStruct):
-        __slots__ = ("repartition_source_topics", "source_topic_regex", "source_topics")
+        __slots__ = ('repartition_source_topics', 'source_topic_regex', 'source_topics')
 
         def __init__(
             self,
@@ -144,19 +146,22 @@ class StreamsGroupHeartbeatRequest(KafkaRequest["StreamsGroupHeartbeatResponse"]
             self.source_topics = [] if source_topics is _wire.DEFAULT else source_topics
             self.source_topic_regex = [] if source_topic_regex is _wire.DEFAULT else source_topic_regex
             self.repartition_source_topics = (
-                [] if repartition_source_topics is _wire.DEFAULT else repartition_source_topics
+                []
+                if repartition_source_topics is _wire.DEFAULT
+                else repartition_source_topics
             )
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class Subtopology(KafkaStruct):
         __slots__ = (
-            "copartition_groups",
-            "repartition_sink_topics",
-            "repartition_source_topics",
-            "source_topic_regex",
-            "source_topics",
-            "state_changelog_topics",
-            "subtopology_id",
+            'copartition_groups',
+            'repartition_sink_topics',
+            'repartition_source_topics',
+            'source_topic_regex',
+            'source_topics',
+            'state_changelog_topics',
+            'subtopology_id',
         )
 
         def __init__(
@@ -174,19 +179,26 @@ class StreamsGroupHeartbeatRequest(KafkaRequest["StreamsGroupHeartbeatResponse"]
             self.source_topics = [] if source_topics is _wire.DEFAULT else source_topics
             self.source_topic_regex = [] if source_topic_regex is _wire.DEFAULT else source_topic_regex
             self.state_changelog_topics = (
-                [] if state_changelog_topics is _wire.DEFAULT else state_changelog_topics
+                []
+                if state_changelog_topics is _wire.DEFAULT
+                else state_changelog_topics
             )
             self.repartition_sink_topics = (
-                [] if repartition_sink_topics is _wire.DEFAULT else repartition_sink_topics
+                []
+                if repartition_sink_topics is _wire.DEFAULT
+                else repartition_sink_topics
             )
             self.repartition_source_topics = (
-                [] if repartition_source_topics is _wire.DEFAULT else repartition_source_topics
+                []
+                if repartition_source_topics is _wire.DEFAULT
+                else repartition_source_topics
             )
             self.copartition_groups = [] if copartition_groups is _wire.DEFAULT else copartition_groups
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class Topology(KafkaStruct):
-        __slots__ = ("epoch", "subtopologies")
+        __slots__ = ('epoch', 'subtopologies')
 
         def __init__(
             self,
@@ -198,24 +210,27 @@ class StreamsGroupHeartbeatRequest(KafkaRequest["StreamsGroupHeartbeatResponse"]
             self.subtopologies = [] if subtopologies is _wire.DEFAULT else subtopologies
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TaskIds(KafkaStruct):
-        __slots__ = ("partitions", "subtopology_id")
+        __slots__ = ('partitions', 'subtopology_id')
 
         def __init__(self, *, subtopology_id: str = "", partitions: list[int] = _wire.DEFAULT) -> None:
             self.subtopology_id = subtopology_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class Endpoint(KafkaStruct):
-        __slots__ = ("host", "port")
+        __slots__ = ('host', 'port')
 
         def __init__(self, *, host: str = "", port: int = 0) -> None:
             self.host = host
             self.port = port
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TaskOffset(KafkaStruct):
-        __slots__ = ("offset", "partition", "subtopology_id")
+        __slots__ = ('offset', 'partition', 'subtopology_id')
 
         def __init__(self, *, subtopology_id: str = "", partition: int = 0, offset: int = 0) -> None:
             self.subtopology_id = subtopology_id
@@ -226,22 +241,22 @@ class StreamsGroupHeartbeatRequest(KafkaRequest["StreamsGroupHeartbeatResponse"]
 
 class StreamsGroupHeartbeatResponse(KafkaMessage):
     __slots__ = (
-        "acceptable_recovery_lag",
-        "acceptable_recovery_lag_legacy",
-        "active_tasks",
-        "endpoint_information_epoch",
-        "error_code",
-        "error_message",
-        "heartbeat_interval_ms",
-        "member_epoch",
-        "member_id",
-        "partitions_by_user_endpoint",
-        "standby_tasks",
-        "status",
-        "task_offset_interval_ms",
-        "throttle_time_ms",
-        "topology_description_required",
-        "warmup_tasks",
+        'acceptable_recovery_lag',
+        'acceptable_recovery_lag_legacy',
+        'active_tasks',
+        'endpoint_information_epoch',
+        'error_code',
+        'error_message',
+        'heartbeat_interval_ms',
+        'member_epoch',
+        'member_id',
+        'partitions_by_user_endpoint',
+        'standby_tasks',
+        'status',
+        'task_offset_interval_ms',
+        'throttle_time_ms',
+        'topology_description_required',
+        'warmup_tasks',
     )
 
     def __init__(
@@ -282,46 +297,50 @@ class StreamsGroupHeartbeatResponse(KafkaMessage):
         self.partitions_by_user_endpoint = partitions_by_user_endpoint
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "StreamsGroupHeartbeatResponse"
+    NAME = 'StreamsGroupHeartbeatResponse'
     API_KEY = 88
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class Status(KafkaStruct):
-        __slots__ = ("status_code", "status_detail")
+        __slots__ = ('status_code', 'status_detail')
 
         def __init__(self, *, status_code: int = 0, status_detail: str = "") -> None:
             self.status_code = status_code
             self.status_detail = status_detail
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TaskIds(KafkaStruct):
-        __slots__ = ("partitions", "subtopology_id")
+        __slots__ = ('partitions', 'subtopology_id')
 
         def __init__(self, *, subtopology_id: str = "", partitions: list[int] = _wire.DEFAULT) -> None:
             self.subtopology_id = subtopology_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class Endpoint(KafkaStruct):
-        __slots__ = ("host", "port")
+        __slots__ = ('host', 'port')
 
         def __init__(self, *, host: str = "", port: int = 0) -> None:
             self.host = host
             self.port = port
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopicPartition(KafkaStruct):
-        __slots__ = ("partitions", "topic")
+        __slots__ = ('partitions', 'topic')
 
         def __init__(self, *, topic: str = "", partitions: list[int] = _wire.DEFAULT) -> None:
             self.topic = topic
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class EndpointToPartitions(KafkaStruct):
-        __slots__ = ("active_partitions", "standby_partitions", "user_endpoint")
+        __slots__ = ('active_partitions', 'standby_partitions', 'user_endpoint')
 
         def __init__(
             self,
@@ -331,11 +350,14 @@ class StreamsGroupHeartbeatResponse(KafkaMessage):
             standby_partitions: list[StreamsGroupHeartbeatResponse.TopicPartition] = _wire.DEFAULT,
         ) -> None:
             self.user_endpoint = (
-                StreamsGroupHeartbeatResponse.Endpoint() if user_endpoint is _wire.DEFAULT else user_endpoint
+                StreamsGroupHeartbeatResponse.Endpoint()
+                if user_endpoint is _wire.DEFAULT
+                else user_endpoint
             )
             self.active_partitions = [] if active_partitions is _wire.DEFAULT else active_partitions
             self.standby_partitions = [] if standby_partitions is _wire.DEFAULT else standby_partitions
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 StreamsGroupHeartbeatRequest.RESPONSE_CLASS = StreamsGroupHeartbeatResponse
@@ -404,11 +426,7 @@ def _r_StreamsGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[StreamsGroupH
             pos = stop
         else:
             s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
-        (
-            s1_member_epoch,
-            s1_endpoint_information_epoch,
-            size,
-        ) = _F_iiB.unpack_from(buf, pos)
+        (s1_member_epoch, s1_endpoint_information_epoch, size,) = _F_iiB.unpack_from(buf, pos)
         pos += 8
         if 0 < size < 0x80:
             stop = pos + size
@@ -533,10 +551,7 @@ def _r_StreamsGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[StreamsGroupH
                                 pos = stop
                             else:
                                 s8_name, pos = _wire.read_compact_text(buf, pos, "name")
-                            (
-                                s8_partitions,
-                                s8_replication_factor,
-                            ) = _F_ih.unpack_from(buf, pos)
+                            (s8_partitions, s8_replication_factor,) = _F_ih.unpack_from(buf, pos)
                             pos += 6
                             n = buf[pos] - 1
                             if n < 0x7F:
@@ -656,10 +671,7 @@ def _r_StreamsGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[StreamsGroupH
                                 pos = stop
                             else:
                                 s13_name, pos = _wire.read_compact_text(buf, pos, "name")
-                            (
-                                s13_partitions,
-                                s13_replication_factor,
-                            ) = _F_ih.unpack_from(buf, pos)
+                            (s13_partitions, s13_replication_factor,) = _F_ih.unpack_from(buf, pos)
                             pos += 6
                             n = buf[pos] - 1
                             if n < 0x7F:
@@ -1081,10 +1093,7 @@ def _r_StreamsGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[StreamsGroupH
                 pos = stop
             else:
                 s24_host, pos = _wire.read_compact_text(buf, pos, "host")
-            (
-                s24_port,
-                t24,
-            ) = _F_HB.unpack_from(buf, pos)
+            (s24_port, t24,) = _F_HB.unpack_from(buf, pos)
             pos += 3
             u24 = _NO_TAGS
             if t24:
@@ -1168,11 +1177,7 @@ def _r_StreamsGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[StreamsGroupH
                     pos = stop
                 else:
                     s28_subtopology_id, pos = _wire.read_compact_text(buf, pos, "subtopology_id")
-                (
-                    s28_partition,
-                    s28_offset,
-                    t28,
-                ) = _F_iqB.unpack_from(buf, pos)
+                (s28_partition, s28_offset, t28,) = _F_iqB.unpack_from(buf, pos)
                 pos += 13
                 u28 = _NO_TAGS
                 if t28:
@@ -1211,11 +1216,7 @@ def _r_StreamsGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[StreamsGroupH
                     pos = stop
                 else:
                     s30_subtopology_id, pos = _wire.read_compact_text(buf, pos, "subtopology_id")
-                (
-                    s30_partition,
-                    s30_offset,
-                    t30,
-                ) = _F_iqB.unpack_from(buf, pos)
+                (s30_partition, s30_offset, t30,) = _F_iqB.unpack_from(buf, pos)
                 pos += 13
                 u30 = _NO_TAGS
                 if t30:
@@ -1234,10 +1235,7 @@ def _r_StreamsGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[StreamsGroupH
                 o30.offset = s30_offset
                 o30._unknown_tags = u30
                 add29(o30)
-        (
-            s1_shutdown_application,
-            t1,
-        ) = _F_oB.unpack_from(buf, pos)
+        (s1_shutdown_application, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -1314,13 +1312,13 @@ def _w_StreamsGroupHeartbeatRequest_0(out: bytearray, o: StreamsGroupHeartbeatRe
         out += _F_i.pack(o.rebalance_timeout_ms)
         x = o.topology
         if x is None:
-            out += b"\xff"
+            out += b'\xff'
         else:
-            out += b"\x01"
+            out += b'\x01'
             _w_StreamsGroupHeartbeatRequest__Topology_0(out, x)
         x = o.active_tasks
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -1330,7 +1328,7 @@ def _w_StreamsGroupHeartbeatRequest_0(out: bytearray, o: StreamsGroupHeartbeatRe
                 _w_StreamsGroupHeartbeatRequest__TaskIds_0(out, item)
         x = o.standby_tasks
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -1340,7 +1338,7 @@ def _w_StreamsGroupHeartbeatRequest_0(out: bytearray, o: StreamsGroupHeartbeatRe
                 _w_StreamsGroupHeartbeatRequest__TaskIds_0(out, item)
         x = o.warmup_tasks
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -1357,13 +1355,13 @@ def _w_StreamsGroupHeartbeatRequest_0(out: bytearray, o: StreamsGroupHeartbeatRe
             _wire.write_compact_string(out, x)
         x = o.user_endpoint
         if x is None:
-            out += b"\xff"
+            out += b'\xff'
         else:
-            out += b"\x01"
+            out += b'\x01'
             _w_StreamsGroupHeartbeatRequest__Endpoint_0(out, x)
         x = o.client_tags
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -1373,7 +1371,7 @@ def _w_StreamsGroupHeartbeatRequest_0(out: bytearray, o: StreamsGroupHeartbeatRe
                 _w_StreamsGroupHeartbeatRequest__KeyValue_0(out, item)
         x = o.task_offsets
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -1383,7 +1381,7 @@ def _w_StreamsGroupHeartbeatRequest_0(out: bytearray, o: StreamsGroupHeartbeatRe
                 _w_StreamsGroupHeartbeatRequest__TaskOffset_0(out, item)
         x = o.task_end_offsets
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -1757,11 +1755,7 @@ def _r_StreamsGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[StreamsGroup
     u9: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -1801,10 +1795,7 @@ def _r_StreamsGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[StreamsGroup
             s1_status = []
             add2 = s1_status.append
             for _ in range(n):
-                (
-                    s3_status_code,
-                    size,
-                ) = _F_bB.unpack_from(buf, pos)
+                (s3_status_code, size,) = _F_bB.unpack_from(buf, pos)
                 pos += 1
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -2030,10 +2021,7 @@ def _r_StreamsGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[StreamsGroup
                     pos = stop
                 else:
                     s12_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s12_port,
-                    t12,
-                ) = _F_HB.unpack_from(buf, pos)
+                (s12_port, t12,) = _F_HB.unpack_from(buf, pos)
                 pos += 3
                 u12 = _NO_TAGS
                 if t12:
@@ -2256,7 +2244,7 @@ def _w_StreamsGroupHeartbeatResponse_0(out: bytearray, o: StreamsGroupHeartbeatR
         )
         x = o.status
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -2266,7 +2254,7 @@ def _w_StreamsGroupHeartbeatResponse_0(out: bytearray, o: StreamsGroupHeartbeatR
                 _w_StreamsGroupHeartbeatResponse__Status_0(out, item)
         x = o.active_tasks
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -2276,7 +2264,7 @@ def _w_StreamsGroupHeartbeatResponse_0(out: bytearray, o: StreamsGroupHeartbeatR
                 _w_StreamsGroupHeartbeatResponse__TaskIds_0(out, item)
         x = o.standby_tasks
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -2286,7 +2274,7 @@ def _w_StreamsGroupHeartbeatResponse_0(out: bytearray, o: StreamsGroupHeartbeatR
                 _w_StreamsGroupHeartbeatResponse__TaskIds_0(out, item)
         x = o.warmup_tasks
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -2297,7 +2285,7 @@ def _w_StreamsGroupHeartbeatResponse_0(out: bytearray, o: StreamsGroupHeartbeatR
         out += _F_i.pack(o.endpoint_information_epoch)
         x = o.partitions_by_user_endpoint
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -2339,11 +2327,7 @@ def _r_StreamsGroupHeartbeatResponse_1(buf: Any, pos: int) -> tuple[StreamsGroup
     u9: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -2383,10 +2367,7 @@ def _r_StreamsGroupHeartbeatResponse_1(buf: Any, pos: int) -> tuple[StreamsGroup
             s1_status = []
             add2 = s1_status.append
             for _ in range(n):
-                (
-                    s3_status_code,
-                    size,
-                ) = _F_bB.unpack_from(buf, pos)
+                (s3_status_code, size,) = _F_bB.unpack_from(buf, pos)
                 pos += 1
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -2590,10 +2571,7 @@ def _r_StreamsGroupHeartbeatResponse_1(buf: Any, pos: int) -> tuple[StreamsGroup
                 o9.partitions = s9_partitions
                 o9._unknown_tags = u9
                 add8(o9)
-        (
-            s1_topology_description_required,
-            s1_endpoint_information_epoch,
-        ) = _F_oi.unpack_from(buf, pos)
+        (s1_topology_description_required, s1_endpoint_information_epoch,) = _F_oi.unpack_from(buf, pos)
         pos += 5
         n = buf[pos] - 1
         if n < 0x7F:
@@ -2615,10 +2593,7 @@ def _r_StreamsGroupHeartbeatResponse_1(buf: Any, pos: int) -> tuple[StreamsGroup
                     pos = stop
                 else:
                     s12_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s12_port,
-                    t12,
-                ) = _F_HB.unpack_from(buf, pos)
+                (s12_port, t12,) = _F_HB.unpack_from(buf, pos)
                 pos += 3
                 u12 = _NO_TAGS
                 if t12:
@@ -2841,7 +2816,7 @@ def _w_StreamsGroupHeartbeatResponse_1(out: bytearray, o: StreamsGroupHeartbeatR
         )
         x = o.status
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -2851,7 +2826,7 @@ def _w_StreamsGroupHeartbeatResponse_1(out: bytearray, o: StreamsGroupHeartbeatR
                 _w_StreamsGroupHeartbeatResponse__Status_0(out, item)
         x = o.active_tasks
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -2861,7 +2836,7 @@ def _w_StreamsGroupHeartbeatResponse_1(out: bytearray, o: StreamsGroupHeartbeatR
                 _w_StreamsGroupHeartbeatResponse__TaskIds_0(out, item)
         x = o.standby_tasks
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -2871,7 +2846,7 @@ def _w_StreamsGroupHeartbeatResponse_1(out: bytearray, o: StreamsGroupHeartbeatR
                 _w_StreamsGroupHeartbeatResponse__TaskIds_0(out, item)
         x = o.warmup_tasks
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -2882,7 +2857,7 @@ def _w_StreamsGroupHeartbeatResponse_1(out: bytearray, o: StreamsGroupHeartbeatR
         out += _F_oi.pack(o.topology_description_required, o.endpoint_information_epoch)
         x = o.partitions_by_user_endpoint
         if x is None:
-            out += b"\x00"
+            out += b'\x00'
         else:
             if len(x) < 0x7F:
                 out.append(len(x) + 1)
@@ -3063,12 +3038,12 @@ _C_Request__Endpoint = StreamsGroupHeartbeatRequest.Endpoint
 _C_Request__TaskOffset = StreamsGroupHeartbeatRequest.TaskOffset
 
 StreamsGroupHeartbeatRequest._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("member_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("member_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('member_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('member_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "endpoint_information_epoch",
-        "int32",
+        'endpoint_information_epoch',
+        'int32',
         None,
         False,
         VersionRange(0, 1),
@@ -3078,19 +3053,8 @@ StreamsGroupHeartbeatRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "instance_id",
-        "string",
-        None,
-        False,
-        VersionRange(0, 1),
-        VersionRange(0, 32767),
-        _NONE,
-        None,
-        False,
-    ),
-    FieldInfo(
-        "rack_id",
-        "string",
+        'instance_id',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -3099,10 +3063,21 @@ StreamsGroupHeartbeatRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("rebalance_timeout_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "topology",
-        "Topology",
+        'rack_id',
+        'string',
+        None,
+        False,
+        VersionRange(0, 1),
+        VersionRange(0, 32767),
+        _NONE,
+        None,
+        False,
+    ),
+    FieldInfo('rebalance_timeout_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo(
+        'topology',
+        'Topology',
         _C_Request__Topology,
         False,
         VersionRange(0, 1),
@@ -3112,8 +3087,8 @@ StreamsGroupHeartbeatRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "active_tasks",
-        "TaskIds",
+        'active_tasks',
+        'TaskIds',
         _C_Request__TaskIds,
         True,
         VersionRange(0, 1),
@@ -3123,8 +3098,8 @@ StreamsGroupHeartbeatRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "standby_tasks",
-        "TaskIds",
+        'standby_tasks',
+        'TaskIds',
         _C_Request__TaskIds,
         True,
         VersionRange(0, 1),
@@ -3134,8 +3109,8 @@ StreamsGroupHeartbeatRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "warmup_tasks",
-        "TaskIds",
+        'warmup_tasks',
+        'TaskIds',
         _C_Request__TaskIds,
         True,
         VersionRange(0, 1),
@@ -3145,8 +3120,8 @@ StreamsGroupHeartbeatRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "process_id",
-        "string",
+        'process_id',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -3156,8 +3131,8 @@ StreamsGroupHeartbeatRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "user_endpoint",
-        "Endpoint",
+        'user_endpoint',
+        'Endpoint',
         _C_Request__Endpoint,
         False,
         VersionRange(0, 1),
@@ -3167,8 +3142,8 @@ StreamsGroupHeartbeatRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "client_tags",
-        "KeyValue",
+        'client_tags',
+        'KeyValue',
         _C_Request__KeyValue,
         True,
         VersionRange(0, 1),
@@ -3178,8 +3153,8 @@ StreamsGroupHeartbeatRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "task_offsets",
-        "TaskOffset",
+        'task_offsets',
+        'TaskOffset',
         _C_Request__TaskOffset,
         True,
         VersionRange(0, 1),
@@ -3189,8 +3164,8 @@ StreamsGroupHeartbeatRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "task_end_offsets",
-        "TaskOffset",
+        'task_end_offsets',
+        'TaskOffset',
         _C_Request__TaskOffset,
         True,
         VersionRange(0, 1),
@@ -3199,19 +3174,19 @@ StreamsGroupHeartbeatRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("shutdown_application", "bool", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('shutdown_application', 'bool', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 _C_Request__KeyValue._FIELDS = (
-    FieldInfo("key", "string", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("value", "string", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('key', 'string', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('value', 'string', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
 )
 _C_Request__TopicInfo._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("partitions", "int32", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("replication_factor", "int16", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('partitions', 'int32', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('replication_factor', 'int16', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
     FieldInfo(
-        "topic_configs",
-        "KeyValue",
+        'topic_configs',
+        'KeyValue',
         _C_Request__KeyValue,
         True,
         VersionRange(0, 32767),
@@ -3222,11 +3197,11 @@ _C_Request__TopicInfo._FIELDS = (
     ),
 )
 _C_Request__CopartitionGroup._FIELDS = (
-    FieldInfo("source_topics", "int16", None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("source_topic_regex", "int16", None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('source_topics', 'int16', None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('source_topic_regex', 'int16', None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "repartition_source_topics",
-        "int16",
+        'repartition_source_topics',
+        'int16',
         None,
         True,
         VersionRange(0, 1),
@@ -3237,12 +3212,12 @@ _C_Request__CopartitionGroup._FIELDS = (
     ),
 )
 _C_Request__Subtopology._FIELDS = (
-    FieldInfo("subtopology_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("source_topics", "string", None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("source_topic_regex", "string", None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('subtopology_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('source_topics', 'string', None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('source_topic_regex', 'string', None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "state_changelog_topics",
-        "TopicInfo",
+        'state_changelog_topics',
+        'TopicInfo',
         _C_Request__TopicInfo,
         True,
         VersionRange(0, 1),
@@ -3251,10 +3226,10 @@ _C_Request__Subtopology._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("repartition_sink_topics", "string", None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('repartition_sink_topics', 'string', None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "repartition_source_topics",
-        "TopicInfo",
+        'repartition_source_topics',
+        'TopicInfo',
         _C_Request__TopicInfo,
         True,
         VersionRange(0, 1),
@@ -3264,8 +3239,8 @@ _C_Request__Subtopology._FIELDS = (
         False,
     ),
     FieldInfo(
-        "copartition_groups",
-        "CopartitionGroup",
+        'copartition_groups',
+        'CopartitionGroup',
         _C_Request__CopartitionGroup,
         True,
         VersionRange(0, 1),
@@ -3276,10 +3251,10 @@ _C_Request__Subtopology._FIELDS = (
     ),
 )
 _C_Request__Topology._FIELDS = (
-    FieldInfo("epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "subtopologies",
-        "Subtopology",
+        'subtopologies',
+        'Subtopology',
         _C_Request__Subtopology,
         True,
         VersionRange(0, 1),
@@ -3290,17 +3265,17 @@ _C_Request__Topology._FIELDS = (
     ),
 )
 _C_Request__TaskIds._FIELDS = (
-    FieldInfo("subtopology_id", "string", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("partitions", "int32", None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('subtopology_id', 'string', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('partitions', 'int32', None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
 )
 _C_Request__Endpoint._FIELDS = (
-    FieldInfo("host", "string", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("port", "uint16", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('port', 'uint16', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
 )
 _C_Request__TaskOffset._FIELDS = (
-    FieldInfo("subtopology_id", "string", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("partition", "int32", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("offset", "int64", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('subtopology_id', 'string', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('partition', 'int32', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('offset', 'int64', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
 )
 StreamsGroupHeartbeatRequest._READERS = {
     0: _r_StreamsGroupHeartbeatRequest_0,
@@ -3318,11 +3293,11 @@ _C_Response__TopicPartition = StreamsGroupHeartbeatResponse.TopicPartition
 _C_Response__EndpointToPartitions = StreamsGroupHeartbeatResponse.EndpointToPartitions
 
 StreamsGroupHeartbeatResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -3331,12 +3306,12 @@ StreamsGroupHeartbeatResponse._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("member_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("member_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("heartbeat_interval_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('member_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('member_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('heartbeat_interval_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "acceptable_recovery_lag_legacy",
-        "int32",
+        'acceptable_recovery_lag_legacy',
+        'int32',
         None,
         False,
         VersionRange(0, 0),
@@ -3345,11 +3320,11 @@ StreamsGroupHeartbeatResponse._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("task_offset_interval_ms", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("acceptable_recovery_lag", "int64", None, False, VersionRange(1, 1), _NONE, _NONE, None, True),
+    FieldInfo('task_offset_interval_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('acceptable_recovery_lag', 'int64', None, False, VersionRange(1, 1), _NONE, _NONE, None, True),
     FieldInfo(
-        "status",
-        "Status",
+        'status',
+        'Status',
         _C_Response__Status,
         True,
         VersionRange(0, 1),
@@ -3359,8 +3334,8 @@ StreamsGroupHeartbeatResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "active_tasks",
-        "TaskIds",
+        'active_tasks',
+        'TaskIds',
         _C_Response__TaskIds,
         True,
         VersionRange(0, 1),
@@ -3370,8 +3345,8 @@ StreamsGroupHeartbeatResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "standby_tasks",
-        "TaskIds",
+        'standby_tasks',
+        'TaskIds',
         _C_Response__TaskIds,
         True,
         VersionRange(0, 1),
@@ -3381,8 +3356,8 @@ StreamsGroupHeartbeatResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "warmup_tasks",
-        "TaskIds",
+        'warmup_tasks',
+        'TaskIds',
         _C_Response__TaskIds,
         True,
         VersionRange(0, 1),
@@ -3392,8 +3367,8 @@ StreamsGroupHeartbeatResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "topology_description_required",
-        "bool",
+        'topology_description_required',
+        'bool',
         None,
         False,
         VersionRange(1, 1),
@@ -3403,8 +3378,8 @@ StreamsGroupHeartbeatResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "endpoint_information_epoch",
-        "int32",
+        'endpoint_information_epoch',
+        'int32',
         None,
         False,
         VersionRange(0, 1),
@@ -3414,8 +3389,8 @@ StreamsGroupHeartbeatResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "partitions_by_user_endpoint",
-        "EndpointToPartitions",
+        'partitions_by_user_endpoint',
+        'EndpointToPartitions',
         _C_Response__EndpointToPartitions,
         True,
         VersionRange(0, 1),
@@ -3426,25 +3401,25 @@ StreamsGroupHeartbeatResponse._FIELDS = (
     ),
 )
 _C_Response__Status._FIELDS = (
-    FieldInfo("status_code", "int8", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("status_detail", "string", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('status_code', 'int8', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('status_detail', 'string', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
 )
 _C_Response__TaskIds._FIELDS = (
-    FieldInfo("subtopology_id", "string", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("partitions", "int32", None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('subtopology_id', 'string', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('partitions', 'int32', None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
 )
 _C_Response__Endpoint._FIELDS = (
-    FieldInfo("host", "string", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("port", "uint16", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('port', 'uint16', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
 )
 _C_Response__TopicPartition._FIELDS = (
-    FieldInfo("topic", "string", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("partitions", "int32", None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('topic', 'string', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('partitions', 'int32', None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
 )
 _C_Response__EndpointToPartitions._FIELDS = (
     FieldInfo(
-        "user_endpoint",
-        "Endpoint",
+        'user_endpoint',
+        'Endpoint',
         _C_Response__Endpoint,
         False,
         VersionRange(0, 1),
@@ -3454,8 +3429,8 @@ _C_Response__EndpointToPartitions._FIELDS = (
         False,
     ),
     FieldInfo(
-        "active_partitions",
-        "TopicPartition",
+        'active_partitions',
+        'TopicPartition',
         _C_Response__TopicPartition,
         True,
         VersionRange(0, 1),
@@ -3465,8 +3440,8 @@ _C_Response__EndpointToPartitions._FIELDS = (
         False,
     ),
     FieldInfo(
-        "standby_partitions",
-        "TopicPartition",
+        'standby_partitions',
+        'TopicPartition',
         _C_Response__TopicPartition,
         True,
         VersionRange(0, 1),

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["StreamsGroupTopologyDescriptionUpdateRequest", "StreamsGroupTopologyDescriptionUpdateResponse"]
+__all__ = ['StreamsGroupTopologyDescriptionUpdateRequest', 'StreamsGroupTopologyDescriptionUpdateResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -21,9 +21,9 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class StreamsGroupTopologyDescriptionUpdateRequest(
-    KafkaRequest["StreamsGroupTopologyDescriptionUpdateResponse"],
+    KafkaRequest['StreamsGroupTopologyDescriptionUpdateResponse'],
 ):
-    __slots__ = ("group_id", "member_id", "topology_description", "topology_epoch")
+    __slots__ = ('group_id', 'member_id', 'topology_description', 'topology_epoch')
 
     def __init__(
         self,
@@ -33,7 +33,7 @@ class StreamsGroupTopologyDescriptionUpdateRequest(
         topology_epoch: int = 0,
         topology_description: (
             StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription
-        ) = _wire.DEFAULT,
+        )= _wire.DEFAULT,
     ) -> None:
         self.group_id = group_id
         self.member_id = member_id
@@ -45,15 +45,15 @@ class StreamsGroupTopologyDescriptionUpdateRequest(
         )
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "StreamsGroupTopologyDescriptionUpdateRequest"
+    NAME = 'StreamsGroupTopologyDescriptionUpdateRequest'
     API_KEY = 93
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
 
     class TopologyDescriptionNode(KafkaStruct):
-        __slots__ = ("name", "node_type", "sink_topic", "source_topics", "stores", "successors")
+        __slots__ = ('name', 'node_type', 'sink_topic', 'source_topics', 'stores', 'successors')
 
         def __init__(
             self,
@@ -73,8 +73,9 @@ class StreamsGroupTopologyDescriptionUpdateRequest(
             self.successors = [] if successors is _wire.DEFAULT else successors
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopologyDescriptionSubtopology(KafkaStruct):
-        __slots__ = ("nodes", "subtopology_id")
+        __slots__ = ('nodes', 'subtopology_id')
 
         def __init__(
             self,
@@ -86,8 +87,9 @@ class StreamsGroupTopologyDescriptionUpdateRequest(
             self.nodes = [] if nodes is _wire.DEFAULT else nodes
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopologyDescriptionGlobalStore(KafkaStruct):
-        __slots__ = ("processor", "source")
+        __slots__ = ('processor', 'source')
 
         def __init__(
             self,
@@ -107,18 +109,19 @@ class StreamsGroupTopologyDescriptionUpdateRequest(
             )
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopologyDescription(KafkaStruct):
-        __slots__ = ("global_stores", "subtopologies")
+        __slots__ = ('global_stores', 'subtopologies')
 
         def __init__(
             self,
             *,
             subtopologies: (
                 list[StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionSubtopology]
-            ) = _wire.DEFAULT,
+            )= _wire.DEFAULT,
             global_stores: (
                 list[StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionGlobalStore]
-            ) = _wire.DEFAULT,
+            )= _wire.DEFAULT,
         ) -> None:
             self.subtopologies = [] if subtopologies is _wire.DEFAULT else subtopologies
             self.global_stores = [] if global_stores is _wire.DEFAULT else global_stores
@@ -126,7 +129,7 @@ class StreamsGroupTopologyDescriptionUpdateRequest(
 
 
 class StreamsGroupTopologyDescriptionUpdateResponse(KafkaMessage):
-    __slots__ = ("error_code", "error_message", "throttle_time_ms")
+    __slots__ = ('error_code', 'error_message', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -140,9 +143,9 @@ class StreamsGroupTopologyDescriptionUpdateResponse(KafkaMessage):
         self.error_message = error_message
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "StreamsGroupTopologyDescriptionUpdateResponse"
+    NAME = 'StreamsGroupTopologyDescriptionUpdateResponse'
     API_KEY = 93
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -864,11 +867,7 @@ def _r_StreamsGroupTopologyDescriptionUpdateResponse_0(
     u1: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -938,12 +937,12 @@ _C_Request__TopologyDescriptionGlobalStore = (
 _C_Request__TopologyDescription = StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription
 
 StreamsGroupTopologyDescriptionUpdateRequest._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("member_id", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("topology_epoch", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('member_id', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topology_epoch', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "topology_description",
-        "TopologyDescription",
+        'topology_description',
+        'TopologyDescription',
         _C_Request__TopologyDescription,
         False,
         VersionRange(0, 0),
@@ -954,12 +953,12 @@ StreamsGroupTopologyDescriptionUpdateRequest._FIELDS = (
     ),
 )
 _C_Request__TopologyDescriptionNode._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("node_type", "int8", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("source_topics", "string", None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('node_type', 'int8', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('source_topics', 'string', None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
     FieldInfo(
-        "sink_topic",
-        "string",
+        'sink_topic',
+        'string',
         None,
         False,
         VersionRange(0, 32767),
@@ -968,14 +967,14 @@ _C_Request__TopologyDescriptionNode._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("stores", "string", None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("successors", "string", None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('stores', 'string', None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('successors', 'string', None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
 )
 _C_Request__TopologyDescriptionSubtopology._FIELDS = (
-    FieldInfo("subtopology_id", "string", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('subtopology_id', 'string', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
     FieldInfo(
-        "nodes",
-        "TopologyDescriptionNode",
+        'nodes',
+        'TopologyDescriptionNode',
         _C_Request__TopologyDescriptionNode,
         True,
         VersionRange(0, 32767),
@@ -987,8 +986,8 @@ _C_Request__TopologyDescriptionSubtopology._FIELDS = (
 )
 _C_Request__TopologyDescriptionGlobalStore._FIELDS = (
     FieldInfo(
-        "source",
-        "TopologyDescriptionNode",
+        'source',
+        'TopologyDescriptionNode',
         _C_Request__TopologyDescriptionNode,
         False,
         VersionRange(0, 32767),
@@ -998,8 +997,8 @@ _C_Request__TopologyDescriptionGlobalStore._FIELDS = (
         False,
     ),
     FieldInfo(
-        "processor",
-        "TopologyDescriptionNode",
+        'processor',
+        'TopologyDescriptionNode',
         _C_Request__TopologyDescriptionNode,
         False,
         VersionRange(0, 32767),
@@ -1011,8 +1010,8 @@ _C_Request__TopologyDescriptionGlobalStore._FIELDS = (
 )
 _C_Request__TopologyDescription._FIELDS = (
     FieldInfo(
-        "subtopologies",
-        "TopologyDescriptionSubtopology",
+        'subtopologies',
+        'TopologyDescriptionSubtopology',
         _C_Request__TopologyDescriptionSubtopology,
         True,
         VersionRange(0, 32767),
@@ -1022,8 +1021,8 @@ _C_Request__TopologyDescription._FIELDS = (
         False,
     ),
     FieldInfo(
-        "global_stores",
-        "TopologyDescriptionGlobalStore",
+        'global_stores',
+        'TopologyDescriptionGlobalStore',
         _C_Request__TopologyDescriptionGlobalStore,
         True,
         VersionRange(0, 32767),
@@ -1038,11 +1037,11 @@ StreamsGroupTopologyDescriptionUpdateRequest._WRITERS = {0: _w_StreamsGroupTopol
 
 
 StreamsGroupTopologyDescriptionUpdateResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 0),
@@ -1052,9 +1051,9 @@ StreamsGroupTopologyDescriptionUpdateResponse._FIELDS = (
         False,
     ),
 )
-StreamsGroupTopologyDescriptionUpdateResponse._READERS = {
-    0: _r_StreamsGroupTopologyDescriptionUpdateResponse_0
-}
-StreamsGroupTopologyDescriptionUpdateResponse._WRITERS = {
-    0: _w_StreamsGroupTopologyDescriptionUpdateResponse_0
-}
+StreamsGroupTopologyDescriptionUpdateResponse._READERS = (
+    {0: _r_StreamsGroupTopologyDescriptionUpdateResponse_0}
+)
+StreamsGroupTopologyDescriptionUpdateResponse._WRITERS = (
+    {0: _w_StreamsGroupTopologyDescriptionUpdateResponse_0}
+)

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["SyncGroupRequest", "SyncGroupResponse"]
+__all__ = ['SyncGroupRequest', 'SyncGroupResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -21,15 +21,15 @@ _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class SyncGroupRequest(KafkaRequest["SyncGroupResponse"]):
+class SyncGroupRequest(KafkaRequest['SyncGroupResponse']):
     __slots__ = (
-        "assignments",
-        "generation_id",
-        "group_id",
-        "group_instance_id",
-        "member_id",
-        "protocol_name",
-        "protocol_type",
+        'assignments',
+        'generation_id',
+        'group_id',
+        'group_instance_id',
+        'member_id',
+        'protocol_name',
+        'protocol_type',
     )
 
     def __init__(
@@ -52,15 +52,15 @@ class SyncGroupRequest(KafkaRequest["SyncGroupResponse"]):
         self.assignments = [] if assignments is _wire.DEFAULT else assignments
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "SyncGroupRequest"
+    NAME = 'SyncGroupRequest'
     API_KEY = 14
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 5)
     FLEXIBLE_VERSIONS = VersionRange(4, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
 
     class SyncGroupRequestAssignment(KafkaStruct):
-        __slots__ = ("assignment", "member_id")
+        __slots__ = ('assignment', 'member_id')
 
         def __init__(self, *, member_id: str = "", assignment: bytes = b"") -> None:
             self.member_id = member_id
@@ -69,7 +69,7 @@ class SyncGroupRequest(KafkaRequest["SyncGroupResponse"]):
 
 
 class SyncGroupResponse(KafkaMessage):
-    __slots__ = ("assignment", "error_code", "protocol_name", "protocol_type", "throttle_time_ms")
+    __slots__ = ('assignment', 'error_code', 'protocol_name', 'protocol_type', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -87,9 +87,9 @@ class SyncGroupResponse(KafkaMessage):
         self.assignment = assignment
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "SyncGroupResponse"
+    NAME = 'SyncGroupResponse'
     API_KEY = 14
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 5)
     FLEXIBLE_VERSIONS = VersionRange(4, 32767)
 
@@ -313,10 +313,7 @@ def _r_SyncGroupRequest_2(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        (
-            s1_generation_id,
-            size,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_generation_id, size,) = _F_iB.unpack_from(buf, pos)
         pos += 4
         if 0 < size < 0x80:
             stop = pos + size
@@ -470,10 +467,7 @@ def _r_SyncGroupRequest_3(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        (
-            s1_generation_id,
-            size,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_generation_id, size,) = _F_iB.unpack_from(buf, pos)
         pos += 4
         if 0 < size < 0x80:
             stop = pos + size
@@ -725,10 +719,7 @@ def _w_SyncGroupResponse_0(out: bytearray, o: SyncGroupResponse) -> None:
 
 def _r_SyncGroupResponse_1(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
     try:
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         s1_assignment, pos = _wire.read_bytes(buf, pos)
         if s1_assignment is None:
@@ -760,10 +751,7 @@ def _w_SyncGroupResponse_1(out: bytearray, o: SyncGroupResponse) -> None:
 def _r_SyncGroupResponse_2(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         s1_assignment, pos = _wire.read_compact_bytes(buf, pos)
         if s1_assignment is None:
@@ -814,11 +802,7 @@ def _r_SyncGroupResponse_3(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -903,12 +887,12 @@ def _w_SyncGroupResponse_3(out: bytearray, o: SyncGroupResponse) -> None:
 _C_Request__SyncGroupRequestAssignment = SyncGroupRequest.SyncGroupRequestAssignment
 
 SyncGroupRequest._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("generation_id", "int32", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("member_id", "string", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('generation_id', 'int32', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('member_id', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
     FieldInfo(
-        "group_instance_id",
-        "string",
+        'group_instance_id',
+        'string',
         None,
         False,
         VersionRange(3, 5),
@@ -918,8 +902,8 @@ SyncGroupRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "protocol_type",
-        "string",
+        'protocol_type',
+        'string',
         None,
         False,
         VersionRange(5, 5),
@@ -929,8 +913,8 @@ SyncGroupRequest._FIELDS = (
         True,
     ),
     FieldInfo(
-        "protocol_name",
-        "string",
+        'protocol_name',
+        'string',
         None,
         False,
         VersionRange(5, 5),
@@ -940,8 +924,8 @@ SyncGroupRequest._FIELDS = (
         True,
     ),
     FieldInfo(
-        "assignments",
-        "SyncGroupRequestAssignment",
+        'assignments',
+        'SyncGroupRequestAssignment',
         _C_Request__SyncGroupRequestAssignment,
         True,
         VersionRange(0, 5),
@@ -952,8 +936,8 @@ SyncGroupRequest._FIELDS = (
     ),
 )
 _C_Request__SyncGroupRequestAssignment._FIELDS = (
-    FieldInfo("member_id", "string", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
-    FieldInfo("assignment", "bytes", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('member_id', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('assignment', 'bytes', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
 )
 SyncGroupRequest._READERS = {
     0: _r_SyncGroupRequest_0,
@@ -974,11 +958,11 @@ SyncGroupRequest._WRITERS = {
 
 
 SyncGroupResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(1, 5), _NONE, _NONE, None, True),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(1, 5), _NONE, _NONE, None, True),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
     FieldInfo(
-        "protocol_type",
-        "string",
+        'protocol_type',
+        'string',
         None,
         False,
         VersionRange(5, 5),
@@ -988,8 +972,8 @@ SyncGroupResponse._FIELDS = (
         True,
     ),
     FieldInfo(
-        "protocol_name",
-        "string",
+        'protocol_name',
+        'string',
         None,
         False,
         VersionRange(5, 5),
@@ -998,7 +982,7 @@ SyncGroupResponse._FIELDS = (
         None,
         True,
     ),
-    FieldInfo("assignment", "bytes", None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
+    FieldInfo('assignment', 'bytes', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
 )
 SyncGroupResponse._READERS = {
     0: _r_SyncGroupResponse_0,

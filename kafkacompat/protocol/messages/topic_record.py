@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["TopicRecord"]
+__all__ = ['TopicRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -21,16 +21,16 @@ _from_bytes = int.from_bytes
 
 
 class TopicRecord(KafkaMessage):
-    __slots__ = ("name", "topic_id")
+    __slots__ = ('name', 'topic_id')
 
     def __init__(self, *, name: str = "", topic_id: uuid.UUID = _wire.ZERO_UUID) -> None:
         self.name = name
         self.topic_id = topic_id
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "TopicRecord"
+    NAME = 'TopicRecord'
     API_KEY = 2
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -98,9 +98,10 @@ def _w_TopicRecord_0(out: bytearray, o: TopicRecord) -> None:
         raise EncodeError(f"cannot write TopicRecord: {exc}") from None
 
 
+
 TopicRecord._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 TopicRecord._READERS = {0: _r_TopicRecord_0}
 TopicRecord._WRITERS = {0: _w_TopicRecord_0}

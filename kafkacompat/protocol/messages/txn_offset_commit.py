@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldAlias, FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["TxnOffsetCommitRequest", "TxnOffsetCommitResponse"]
+__all__ = ['TxnOffsetCommitRequest', 'TxnOffsetCommitResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -30,16 +30,16 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class TxnOffsetCommitRequest(KafkaRequest["TxnOffsetCommitResponse"]):
+class TxnOffsetCommitRequest(KafkaRequest['TxnOffsetCommitResponse']):
     __slots__ = (
-        "generation_id_or_member_epoch",
-        "group_id",
-        "group_instance_id",
-        "member_id",
-        "producer_epoch",
-        "producer_id",
-        "topics",
-        "transactional_id",
+        'generation_id_or_member_epoch',
+        'group_id',
+        'group_instance_id',
+        'member_id',
+        'producer_epoch',
+        'producer_id',
+        'topics',
+        'transactional_id',
     )
 
     def __init__(
@@ -50,7 +50,7 @@ class TxnOffsetCommitRequest(KafkaRequest["TxnOffsetCommitResponse"]):
         producer_id: int = 0,
         producer_epoch: int = 0,
         generation_id_or_member_epoch: int = -1,
-        member_id: str = "",
+        member_id: str = '',
         group_instance_id: str | None = None,
         topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = _wire.DEFAULT,
         generation_id: Any = _wire.DEFAULT,
@@ -67,17 +67,17 @@ class TxnOffsetCommitRequest(KafkaRequest["TxnOffsetCommitResponse"]):
             self.generation_id_or_member_epoch = generation_id
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "TxnOffsetCommitRequest"
+    NAME = 'TxnOffsetCommitRequest'
     API_KEY = 28
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 6)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
-    LISTENERS = ("broker",)
-    generation_id = FieldAlias("generation_id_or_member_epoch")
-    _ALIASES = {"generation_id": "generation_id_or_member_epoch"}
+    LISTENERS = ('broker',)
+    generation_id = FieldAlias('generation_id_or_member_epoch')
+    _ALIASES = {'generation_id': 'generation_id_or_member_epoch'}
 
     class TxnOffsetCommitRequestPartition(KafkaStruct):
-        __slots__ = ("committed_leader_epoch", "committed_metadata", "committed_offset", "partition_index")
+        __slots__ = ('committed_leader_epoch', 'committed_metadata', 'committed_offset', 'partition_index')
 
         def __init__(
             self,
@@ -93,8 +93,9 @@ class TxnOffsetCommitRequest(KafkaRequest["TxnOffsetCommitResponse"]):
             self.committed_metadata = committed_metadata
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TxnOffsetCommitRequestTopic(KafkaStruct):
-        __slots__ = ("name", "partitions", "topic_id")
+        __slots__ = ('name', 'partitions', 'topic_id')
 
         def __init__(
             self,
@@ -110,7 +111,7 @@ class TxnOffsetCommitRequest(KafkaRequest["TxnOffsetCommitResponse"]):
 
 
 class TxnOffsetCommitResponse(KafkaMessage):
-    __slots__ = ("throttle_time_ms", "topics")
+    __slots__ = ('throttle_time_ms', 'topics')
 
     def __init__(
         self,
@@ -122,22 +123,23 @@ class TxnOffsetCommitResponse(KafkaMessage):
         self.topics = [] if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "TxnOffsetCommitResponse"
+    NAME = 'TxnOffsetCommitResponse'
     API_KEY = 28
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 6)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
 
     class TxnOffsetCommitResponsePartition(KafkaStruct):
-        __slots__ = ("error_code", "partition_index")
+        __slots__ = ('error_code', 'partition_index')
 
         def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TxnOffsetCommitResponseTopic(KafkaStruct):
-        __slots__ = ("name", "partitions", "topic_id")
+        __slots__ = ('name', 'partitions', 'topic_id')
 
         def __init__(
             self,
@@ -150,6 +152,7 @@ class TxnOffsetCommitResponse(KafkaMessage):
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 TxnOffsetCommitRequest.RESPONSE_CLASS = TxnOffsetCommitResponse
@@ -183,10 +186,7 @@ def _r_TxnOffsetCommitRequest_0(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequ
             s1_group_id, pos = _wire.read_string(buf, pos)
             if s1_group_id is None:
                 raise _wire.null_error("group_id", pos)
-        (
-            s1_producer_id,
-            s1_producer_epoch,
-        ) = _F_qh.unpack_from(buf, pos)
+        (s1_producer_id, s1_producer_epoch,) = _F_qh.unpack_from(buf, pos)
         pos += 10
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -213,10 +213,7 @@ def _r_TxnOffsetCommitRequest_0(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequ
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_committed_offset,
-                        ) = _F_iq.unpack_from(buf, pos)
+                        (s5_partition_index, s5_committed_offset,) = _F_iq.unpack_from(buf, pos)
                         pos += 12
                         size = buf[pos] << 8 | buf[pos + 1]
                         if size < 0x8000:
@@ -246,7 +243,7 @@ def _r_TxnOffsetCommitRequest_0(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequ
         o1.producer_id = s1_producer_id
         o1.producer_epoch = s1_producer_epoch
         o1.generation_id_or_member_epoch = -1
-        o1.member_id = ""
+        o1.member_id = ''
         o1.group_instance_id = None
         o1.topics = s1_topics
         o1._unknown_tags = _NO_TAGS
@@ -264,7 +261,7 @@ def _w_TxnOffsetCommitRequest_0(out: bytearray, o: TxnOffsetCommitRequest) -> No
                 "field generation_id_or_member_epoch has a non-default value but does not exist at this "
                 "version",
             )
-        if o.member_id != "":
+        if o.member_id != '':
             raise EncodeError("field member_id has a non-default value but does not exist at this version")
         if o.group_instance_id is not None:
             raise EncodeError(
@@ -318,10 +315,7 @@ def _r_TxnOffsetCommitRequest_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequ
             s1_group_id, pos = _wire.read_string(buf, pos)
             if s1_group_id is None:
                 raise _wire.null_error("group_id", pos)
-        (
-            s1_producer_id,
-            s1_producer_epoch,
-        ) = _F_qh.unpack_from(buf, pos)
+        (s1_producer_id, s1_producer_epoch,) = _F_qh.unpack_from(buf, pos)
         pos += 10
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -382,7 +376,7 @@ def _r_TxnOffsetCommitRequest_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequ
         o1.producer_id = s1_producer_id
         o1.producer_epoch = s1_producer_epoch
         o1.generation_id_or_member_epoch = -1
-        o1.member_id = ""
+        o1.member_id = ''
         o1.group_instance_id = None
         o1.topics = s1_topics
         o1._unknown_tags = _NO_TAGS
@@ -400,7 +394,7 @@ def _w_TxnOffsetCommitRequest_1(out: bytearray, o: TxnOffsetCommitRequest) -> No
                 "field generation_id_or_member_epoch has a non-default value but does not exist at this "
                 "version",
             )
-        if o.member_id != "":
+        if o.member_id != '':
             raise EncodeError("field member_id has a non-default value but does not exist at this version")
         if o.group_instance_id is not None:
             raise EncodeError(
@@ -1060,10 +1054,7 @@ def _r_TxnOffsetCommitResponse_0(buf: Any, pos: int) -> tuple[TxnOffsetCommitRes
                     s3_partitions = []
                     add4 = s3_partitions.append
                     if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_error_code,
-                        ) in _F_ih.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition_index, s5_error_code,) in _F_ih.iter_unpack(buf[pos:stop5]):
                             o5 = _new(_C_Response__TxnOffsetCommitResponsePartition)
                             o5.partition_index = s5_partition_index
                             o5.error_code = s5_error_code
@@ -1076,10 +1067,7 @@ def _r_TxnOffsetCommitResponse_0(buf: Any, pos: int) -> tuple[TxnOffsetCommitRes
                         s3_partitions = []
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_error_code,
-                            ) = _F_ih.unpack_from(buf, pos)
+                            (s6_partition_index, s6_error_code,) = _F_ih.unpack_from(buf, pos)
                             pos += 6
                             o6 = _new(_C_Response__TxnOffsetCommitResponsePartition)
                             o6.partition_index = s6_partition_index
@@ -1159,11 +1147,7 @@ def _r_TxnOffsetCommitResponse_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitRes
                     s3_partitions = []
                     add4 = s3_partitions.append
                     if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_error_code,
-                            t5,
-                        ) in _F_ihB.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition_index, s5_error_code, t5,) in _F_ihB.iter_unpack(buf[pos:stop5]):
                             if t5:
                                 break
                             o5 = _new(_C_Response__TxnOffsetCommitResponsePartition)
@@ -1178,11 +1162,7 @@ def _r_TxnOffsetCommitResponse_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitRes
                         s3_partitions = []
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_error_code,
-                                t6,
-                            ) = _F_ihB.unpack_from(buf, pos)
+                            (s6_partition_index, s6_error_code, t6,) = _F_ihB.unpack_from(buf, pos)
                             pos += 7
                             u6 = _NO_TAGS
                             if t6:
@@ -1302,11 +1282,7 @@ def _r_TxnOffsetCommitResponse_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRes
                     s3_partitions = []
                     add4 = s3_partitions.append
                     if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_error_code,
-                            t5,
-                        ) in _F_ihB.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition_index, s5_error_code, t5,) in _F_ihB.iter_unpack(buf[pos:stop5]):
                             if t5:
                                 break
                             o5 = _new(_C_Response__TxnOffsetCommitResponsePartition)
@@ -1321,11 +1297,7 @@ def _r_TxnOffsetCommitResponse_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRes
                         s3_partitions = []
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_error_code,
-                                t6,
-                            ) = _F_ihB.unpack_from(buf, pos)
+                            (s6_partition_index, s6_error_code, t6,) = _F_ihB.unpack_from(buf, pos)
                             pos += 7
                             u6 = _NO_TAGS
                             if t6:
@@ -1516,13 +1488,13 @@ _C_Request__TxnOffsetCommitRequestPartition = TxnOffsetCommitRequest.TxnOffsetCo
 _C_Request__TxnOffsetCommitRequestTopic = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
 
 TxnOffsetCommitRequest._FIELDS = (
-    FieldInfo("transactional_id", "string", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
-    FieldInfo("producer_id", "int64", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
-    FieldInfo("producer_epoch", "int16", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('transactional_id', 'string', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('producer_id', 'int64', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('producer_epoch', 'int16', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
     FieldInfo(
-        "generation_id_or_member_epoch",
-        "int32",
+        'generation_id_or_member_epoch',
+        'int32',
         None,
         False,
         VersionRange(3, 6),
@@ -1531,10 +1503,10 @@ TxnOffsetCommitRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("member_id", "string", None, False, VersionRange(3, 6), _NONE, _NONE, None, False),
+    FieldInfo('member_id', 'string', None, False, VersionRange(3, 6), _NONE, _NONE, None, False),
     FieldInfo(
-        "group_instance_id",
-        "string",
+        'group_instance_id',
+        'string',
         None,
         False,
         VersionRange(3, 6),
@@ -1544,8 +1516,8 @@ TxnOffsetCommitRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "topics",
-        "TxnOffsetCommitRequestTopic",
+        'topics',
+        'TxnOffsetCommitRequestTopic',
         _C_Request__TxnOffsetCommitRequestTopic,
         True,
         VersionRange(0, 6),
@@ -1556,12 +1528,12 @@ TxnOffsetCommitRequest._FIELDS = (
     ),
 )
 _C_Request__TxnOffsetCommitRequestPartition._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
-    FieldInfo("committed_offset", "int64", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
-    FieldInfo("committed_leader_epoch", "int32", None, False, VersionRange(2, 6), _NONE, _NONE, None, True),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('committed_offset', 'int64', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('committed_leader_epoch', 'int32', None, False, VersionRange(2, 6), _NONE, _NONE, None, True),
     FieldInfo(
-        "committed_metadata",
-        "string",
+        'committed_metadata',
+        'string',
         None,
         False,
         VersionRange(0, 6),
@@ -1572,11 +1544,11 @@ _C_Request__TxnOffsetCommitRequestPartition._FIELDS = (
     ),
 )
 _C_Request__TxnOffsetCommitRequestTopic._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 5), _NONE, _NONE, None, True),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(6, 6), _NONE, _NONE, None, True),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, True),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(6, 6), _NONE, _NONE, None, True),
     FieldInfo(
-        "partitions",
-        "TxnOffsetCommitRequestPartition",
+        'partitions',
+        'TxnOffsetCommitRequestPartition',
         _C_Request__TxnOffsetCommitRequestPartition,
         True,
         VersionRange(0, 6),
@@ -1609,10 +1581,10 @@ _C_Response__TxnOffsetCommitResponsePartition = TxnOffsetCommitResponse.TxnOffse
 _C_Response__TxnOffsetCommitResponseTopic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
 
 TxnOffsetCommitResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "TxnOffsetCommitResponseTopic",
+        'topics',
+        'TxnOffsetCommitResponseTopic',
         _C_Response__TxnOffsetCommitResponseTopic,
         True,
         VersionRange(0, 6),
@@ -1623,15 +1595,15 @@ TxnOffsetCommitResponse._FIELDS = (
     ),
 )
 _C_Response__TxnOffsetCommitResponsePartition._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 6), _NONE, _NONE, None, False),
 )
 _C_Response__TxnOffsetCommitResponseTopic._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 5), _NONE, _NONE, None, True),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(6, 6), _NONE, _NONE, None, True),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, True),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(6, 6), _NONE, _NONE, None, True),
     FieldInfo(
-        "partitions",
-        "TxnOffsetCommitResponsePartition",
+        'partitions',
+        'TxnOffsetCommitResponsePartition',
         _C_Response__TxnOffsetCommitResponsePartition,
         True,
         VersionRange(0, 6),

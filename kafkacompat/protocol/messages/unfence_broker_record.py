@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["UnfenceBrokerRecord"]
+__all__ = ['UnfenceBrokerRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -19,16 +19,16 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class UnfenceBrokerRecord(KafkaMessage):
-    __slots__ = ("epoch", "id")
+    __slots__ = ('epoch', 'id')
 
     def __init__(self, *, id: int = 0, epoch: int = 0) -> None:
         self.id = id
         self.epoch = epoch
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "UnfenceBrokerRecord"
+    NAME = 'UnfenceBrokerRecord'
     API_KEY = 8
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -36,11 +36,7 @@ class UnfenceBrokerRecord(KafkaMessage):
 def _r_UnfenceBrokerRecord_0(buf: Any, pos: int) -> tuple[UnfenceBrokerRecord, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_id,
-            s1_epoch,
-            t1,
-        ) = _F_iqB.unpack_from(buf, pos)
+        (s1_id, s1_epoch, t1,) = _F_iqB.unpack_from(buf, pos)
         pos += 13
         u1 = _NO_TAGS
         if t1:
@@ -73,9 +69,10 @@ def _w_UnfenceBrokerRecord_0(out: bytearray, o: UnfenceBrokerRecord) -> None:
         raise EncodeError(f"cannot write UnfenceBrokerRecord: {exc}") from None
 
 
+
 UnfenceBrokerRecord._FIELDS = (
-    FieldInfo("id", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("epoch", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('epoch', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 UnfenceBrokerRecord._READERS = {0: _r_UnfenceBrokerRecord_0}
 UnfenceBrokerRecord._WRITERS = {0: _w_UnfenceBrokerRecord_0}

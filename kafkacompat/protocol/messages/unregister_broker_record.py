@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["UnregisterBrokerRecord"]
+__all__ = ['UnregisterBrokerRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -19,16 +19,16 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class UnregisterBrokerRecord(KafkaMessage):
-    __slots__ = ("broker_epoch", "broker_id")
+    __slots__ = ('broker_epoch', 'broker_id')
 
     def __init__(self, *, broker_id: int = 0, broker_epoch: int = 0) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "UnregisterBrokerRecord"
+    NAME = 'UnregisterBrokerRecord'
     API_KEY = 1
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -36,11 +36,7 @@ class UnregisterBrokerRecord(KafkaMessage):
 def _r_UnregisterBrokerRecord_0(buf: Any, pos: int) -> tuple[UnregisterBrokerRecord, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_broker_id,
-            s1_broker_epoch,
-            t1,
-        ) = _F_iqB.unpack_from(buf, pos)
+        (s1_broker_id, s1_broker_epoch, t1,) = _F_iqB.unpack_from(buf, pos)
         pos += 13
         u1 = _NO_TAGS
         if t1:
@@ -73,9 +69,10 @@ def _w_UnregisterBrokerRecord_0(out: bytearray, o: UnregisterBrokerRecord) -> No
         raise EncodeError(f"cannot write UnregisterBrokerRecord: {exc}") from None
 
 
+
 UnregisterBrokerRecord._FIELDS = (
-    FieldInfo("broker_id", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("broker_epoch", "int64", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('broker_epoch', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 UnregisterBrokerRecord._READERS = {0: _r_UnregisterBrokerRecord_0}
 UnregisterBrokerRecord._WRITERS = {0: _w_UnregisterBrokerRecord_0}

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["UnregisterControllerRequest", "UnregisterControllerResponse"]
+__all__ = ['UnregisterControllerRequest', 'UnregisterControllerResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -20,23 +20,22 @@ _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class UnregisterControllerRequest(KafkaRequest["UnregisterControllerResponse"]):
-    __slots__ = ("controller_id",)
+class UnregisterControllerRequest(KafkaRequest['UnregisterControllerResponse']):
+    __slots__ = ('controller_id',)
 
     def __init__(self, *, controller_id: int = 0) -> None:
         self.controller_id = controller_id
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "UnregisterControllerRequest"
+    NAME = 'UnregisterControllerRequest'
     API_KEY = 94
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker", "controller")
-
+    LISTENERS = ('broker', 'controller')
 
 class UnregisterControllerResponse(KafkaMessage):
-    __slots__ = ("error_code", "error_message", "throttle_time_ms")
+    __slots__ = ('error_code', 'error_message', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -50,9 +49,9 @@ class UnregisterControllerResponse(KafkaMessage):
         self.error_message = error_message
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "UnregisterControllerResponse"
+    NAME = 'UnregisterControllerResponse'
     API_KEY = 94
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -63,10 +62,7 @@ UnregisterControllerRequest.RESPONSE_CLASS = UnregisterControllerResponse
 def _r_UnregisterControllerRequest_0(buf: Any, pos: int) -> tuple[UnregisterControllerRequest, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_controller_id,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_controller_id, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -103,11 +99,7 @@ def _r_UnregisterControllerResponse_0(buf: Any, pos: int) -> tuple[UnregisterCon
     u1: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -161,19 +153,20 @@ def _w_UnregisterControllerResponse_0(out: bytearray, o: UnregisterControllerRes
         raise EncodeError(f"cannot write UnregisterControllerResponse: {exc}") from None
 
 
+
 UnregisterControllerRequest._FIELDS = (
-    FieldInfo("controller_id", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('controller_id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 UnregisterControllerRequest._READERS = {0: _r_UnregisterControllerRequest_0}
 UnregisterControllerRequest._WRITERS = {0: _w_UnregisterControllerRequest_0}
 
 
 UnregisterControllerResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 0),

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["UnregisterControllerRecord"]
+__all__ = ['UnregisterControllerRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -19,15 +19,15 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class UnregisterControllerRecord(KafkaMessage):
-    __slots__ = ("controller_id",)
+    __slots__ = ('controller_id',)
 
     def __init__(self, *, controller_id: int = 0) -> None:
         self.controller_id = controller_id
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "UnregisterControllerRecord"
+    NAME = 'UnregisterControllerRecord'
     API_KEY = 29
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -35,10 +35,7 @@ class UnregisterControllerRecord(KafkaMessage):
 def _r_UnregisterControllerRecord_0(buf: Any, pos: int) -> tuple[UnregisterControllerRecord, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_controller_id,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_controller_id, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -70,8 +67,9 @@ def _w_UnregisterControllerRecord_0(out: bytearray, o: UnregisterControllerRecor
         raise EncodeError(f"cannot write UnregisterControllerRecord: {exc}") from None
 
 
+
 UnregisterControllerRecord._FIELDS = (
-    FieldInfo("controller_id", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('controller_id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 UnregisterControllerRecord._READERS = {0: _r_UnregisterControllerRecord_0}
 UnregisterControllerRecord._WRITERS = {0: _w_UnregisterControllerRecord_0}

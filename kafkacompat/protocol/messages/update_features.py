@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["UpdateFeaturesRequest", "UpdateFeaturesResponse"]
+__all__ = ['UpdateFeaturesRequest', 'UpdateFeaturesResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -27,8 +27,8 @@ _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
-class UpdateFeaturesRequest(KafkaRequest["UpdateFeaturesResponse"]):
-    __slots__ = ("feature_updates", "timeout_ms", "validate_only")
+class UpdateFeaturesRequest(KafkaRequest['UpdateFeaturesResponse']):
+    __slots__ = ('feature_updates', 'timeout_ms', 'validate_only')
 
     def __init__(
         self,
@@ -42,15 +42,15 @@ class UpdateFeaturesRequest(KafkaRequest["UpdateFeaturesResponse"]):
         self.validate_only = validate_only
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "UpdateFeaturesRequest"
+    NAME = 'UpdateFeaturesRequest'
     API_KEY = 57
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker", "controller")
+    LISTENERS = ('broker', 'controller')
 
     class FeatureUpdateKey(KafkaStruct):
-        __slots__ = ("allow_downgrade", "feature", "max_version_level", "upgrade_type")
+        __slots__ = ('allow_downgrade', 'feature', 'max_version_level', 'upgrade_type')
 
         def __init__(
             self,
@@ -66,11 +66,10 @@ class UpdateFeaturesRequest(KafkaRequest["UpdateFeaturesResponse"]):
             self.upgrade_type = upgrade_type
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("feature",)
-
+        MAP_KEY = ('feature',)
 
 class UpdateFeaturesResponse(KafkaMessage):
-    __slots__ = ("error_code", "error_message", "results", "throttle_time_ms")
+    __slots__ = ('error_code', 'error_message', 'results', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -86,14 +85,14 @@ class UpdateFeaturesResponse(KafkaMessage):
         self.results = _wire.KeyedList() if results is _wire.DEFAULT else results
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "UpdateFeaturesResponse"
+    NAME = 'UpdateFeaturesResponse'
     API_KEY = 57
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class UpdatableFeatureResult(KafkaStruct):
-        __slots__ = ("error_code", "error_message", "feature")
+        __slots__ = ('error_code', 'error_message', 'feature')
 
         def __init__(self, *, feature: str = "", error_code: int = 0, error_message: str | None = "") -> None:
             self.feature = feature
@@ -101,7 +100,7 @@ class UpdateFeaturesResponse(KafkaMessage):
             self.error_message = error_message
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("feature",)
+        MAP_KEY = ('feature',)
 
 
 UpdateFeaturesRequest.RESPONSE_CLASS = UpdateFeaturesResponse
@@ -135,11 +134,7 @@ def _r_UpdateFeaturesRequest_0(buf: Any, pos: int) -> tuple[UpdateFeaturesReques
                     pos = stop
                 else:
                     s3_feature, pos = _wire.read_compact_text(buf, pos, "feature")
-                (
-                    s3_max_version_level,
-                    s3_allow_downgrade,
-                    t3,
-                ) = _F_hoB.unpack_from(buf, pos)
+                (s3_max_version_level, s3_allow_downgrade, t3,) = _F_hoB.unpack_from(buf, pos)
                 pos += 4
                 u3 = _NO_TAGS
                 if t3:
@@ -236,11 +231,7 @@ def _r_UpdateFeaturesRequest_1(buf: Any, pos: int) -> tuple[UpdateFeaturesReques
                     pos = stop
                 else:
                     s3_feature, pos = _wire.read_compact_text(buf, pos, "feature")
-                (
-                    s3_max_version_level,
-                    s3_upgrade_type,
-                    t3,
-                ) = _F_hbB.unpack_from(buf, pos)
+                (s3_max_version_level, s3_upgrade_type, t3,) = _F_hbB.unpack_from(buf, pos)
                 pos += 4
                 u3 = _NO_TAGS
                 if t3:
@@ -260,10 +251,7 @@ def _r_UpdateFeaturesRequest_1(buf: Any, pos: int) -> tuple[UpdateFeaturesReques
                 o3.upgrade_type = s3_upgrade_type
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s1_validate_only,
-            t1,
-        ) = _F_oB.unpack_from(buf, pos)
+        (s1_validate_only, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -372,11 +360,7 @@ def _r_UpdateFeaturesResponse_0(buf: Any, pos: int) -> tuple[UpdateFeaturesRespo
     u3: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -409,10 +393,7 @@ def _r_UpdateFeaturesResponse_0(buf: Any, pos: int) -> tuple[UpdateFeaturesRespo
                     pos = stop
                 else:
                     s3_feature, pos = _wire.read_compact_text(buf, pos, "feature")
-                (
-                    s3_error_code,
-                    size,
-                ) = _F_hB.unpack_from(buf, pos)
+                (s3_error_code, size,) = _F_hB.unpack_from(buf, pos)
                 pos += 2
                 if 0 < size < 0x80:
                     stop = pos + size
@@ -501,11 +482,7 @@ def _r_UpdateFeaturesResponse_1(buf: Any, pos: int) -> tuple[UpdateFeaturesRespo
     u1: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-            size,
-        ) = _F_ihB.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, size,) = _F_ihB.unpack_from(buf, pos)
         pos += 6
         if 0 < size < 0x80:
             stop = pos + size
@@ -594,10 +571,10 @@ def _w_UpdateFeaturesResponse__UpdatableFeatureResult_0(
 _C_Request__FeatureUpdateKey = UpdateFeaturesRequest.FeatureUpdateKey
 
 UpdateFeaturesRequest._FIELDS = (
-    FieldInfo("timeout_ms", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('timeout_ms', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "feature_updates",
-        "FeatureUpdateKey",
+        'feature_updates',
+        'FeatureUpdateKey',
         _C_Request__FeatureUpdateKey,
         True,
         VersionRange(0, 2),
@@ -606,13 +583,13 @@ UpdateFeaturesRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("validate_only", "bool", None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
+    FieldInfo('validate_only', 'bool', None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
 )
 _C_Request__FeatureUpdateKey._FIELDS = (
-    FieldInfo("feature", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("max_version_level", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("allow_downgrade", "bool", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("upgrade_type", "int8", None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
+    FieldInfo('feature', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('max_version_level', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('allow_downgrade', 'bool', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('upgrade_type', 'int8', None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
 )
 UpdateFeaturesRequest._READERS = {
     0: _r_UpdateFeaturesRequest_0,
@@ -628,11 +605,11 @@ UpdateFeaturesRequest._WRITERS = {
 _C_Response__UpdatableFeatureResult = UpdateFeaturesResponse.UpdatableFeatureResult
 
 UpdateFeaturesResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 2),
@@ -642,8 +619,8 @@ UpdateFeaturesResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "results",
-        "UpdatableFeatureResult",
+        'results',
+        'UpdatableFeatureResult',
         _C_Response__UpdatableFeatureResult,
         True,
         VersionRange(0, 1),
@@ -654,11 +631,11 @@ UpdateFeaturesResponse._FIELDS = (
     ),
 )
 _C_Response__UpdatableFeatureResult._FIELDS = (
-    FieldInfo("feature", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('feature', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 1),

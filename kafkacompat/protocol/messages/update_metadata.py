@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["UpdateMetadataRequest", "UpdateMetadataResponse"]
+__all__ = ['UpdateMetadataRequest', 'UpdateMetadataResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -35,16 +35,16 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class UpdateMetadataRequest(KafkaRequest["UpdateMetadataResponse"]):
+class UpdateMetadataRequest(KafkaRequest['UpdateMetadataResponse']):
     __slots__ = (
-        "broker_epoch",
-        "controller_epoch",
-        "controller_id",
-        "is_k_raft_controller",
-        "live_brokers",
-        "topic_states",
-        "type",
-        "ungrouped_partition_states",
+        'broker_epoch',
+        'controller_epoch',
+        'controller_id',
+        'is_k_raft_controller',
+        'live_brokers',
+        'topic_states',
+        'type',
+        'ungrouped_partition_states',
     )
 
     def __init__(
@@ -65,33 +65,35 @@ class UpdateMetadataRequest(KafkaRequest["UpdateMetadataResponse"]):
         self.controller_epoch = controller_epoch
         self.broker_epoch = broker_epoch
         self.ungrouped_partition_states = (
-            [] if ungrouped_partition_states is _wire.DEFAULT else ungrouped_partition_states
+            []
+            if ungrouped_partition_states is _wire.DEFAULT
+            else ungrouped_partition_states
         )
         self.topic_states = [] if topic_states is _wire.DEFAULT else topic_states
         self.live_brokers = [] if live_brokers is _wire.DEFAULT else live_brokers
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "UpdateMetadataRequest"
+    NAME = 'UpdateMetadataRequest'
     API_KEY = 6
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 8)
     FLEXIBLE_VERSIONS = VersionRange(6, 32767)
-    LISTENERS = ("zkBroker",)
+    LISTENERS = ('zkBroker',)
     REMOVED_VERSIONS = VersionRange(0, 8)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "retired"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'retired'
 
     class UpdateMetadataPartitionState(KafkaStruct):
         __slots__ = (
-            "controller_epoch",
-            "isr",
-            "leader",
-            "leader_epoch",
-            "offline_replicas",
-            "partition_index",
-            "replicas",
-            "topic_name",
-            "zk_version",
+            'controller_epoch',
+            'isr',
+            'leader',
+            'leader_epoch',
+            'offline_replicas',
+            'partition_index',
+            'replicas',
+            'topic_name',
+            'zk_version',
         )
 
         def __init__(
@@ -118,8 +120,9 @@ class UpdateMetadataRequest(KafkaRequest["UpdateMetadataResponse"]):
             self.offline_replicas = [] if offline_replicas is _wire.DEFAULT else offline_replicas
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class UpdateMetadataTopicState(KafkaStruct):
-        __slots__ = ("partition_states", "topic_id", "topic_name")
+        __slots__ = ('partition_states', 'topic_id', 'topic_name')
 
         def __init__(
             self,
@@ -133,8 +136,9 @@ class UpdateMetadataRequest(KafkaRequest["UpdateMetadataResponse"]):
             self.partition_states = [] if partition_states is _wire.DEFAULT else partition_states
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class UpdateMetadataEndpoint(KafkaStruct):
-        __slots__ = ("host", "listener", "port", "security_protocol")
+        __slots__ = ('host', 'listener', 'port', 'security_protocol')
 
         def __init__(
             self,
@@ -150,8 +154,9 @@ class UpdateMetadataRequest(KafkaRequest["UpdateMetadataResponse"]):
             self.security_protocol = security_protocol
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class UpdateMetadataBroker(KafkaStruct):
-        __slots__ = ("endpoints", "id", "rack", "v0_host", "v0_port")
+        __slots__ = ('endpoints', 'id', 'rack', 'v0_host', 'v0_port')
 
         def __init__(
             self,
@@ -171,20 +176,20 @@ class UpdateMetadataRequest(KafkaRequest["UpdateMetadataResponse"]):
 
 
 class UpdateMetadataResponse(KafkaMessage):
-    __slots__ = ("error_code",)
+    __slots__ = ('error_code',)
 
     def __init__(self, *, error_code: int = 0) -> None:
         self.error_code = error_code
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "UpdateMetadataResponse"
+    NAME = 'UpdateMetadataResponse'
     API_KEY = 6
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 8)
     FLEXIBLE_VERSIONS = VersionRange(6, 32767)
     REMOVED_VERSIONS = VersionRange(0, 8)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "retired"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'retired'
 
 
 UpdateMetadataRequest.RESPONSE_CLASS = UpdateMetadataResponse
@@ -197,10 +202,7 @@ def _r_UpdateMetadataRequest_0(buf: Any, pos: int) -> tuple[UpdateMetadataReques
     s3_replicas: list[Any]
     try:
         buflen = len(buf)
-        (
-            s1_controller_id,
-            s1_controller_epoch,
-        ) = _F_ii.unpack_from(buf, pos)
+        (s1_controller_id, s1_controller_epoch,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -345,10 +347,7 @@ def _r_UpdateMetadataRequest_1(buf: Any, pos: int) -> tuple[UpdateMetadataReques
     s5_endpoints: list[Any]
     try:
         buflen = len(buf)
-        (
-            s1_controller_id,
-            s1_controller_epoch,
-        ) = _F_ii.unpack_from(buf, pos)
+        (s1_controller_id, s1_controller_epoch,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -510,10 +509,7 @@ def _r_UpdateMetadataRequest_2(buf: Any, pos: int) -> tuple[UpdateMetadataReques
     s5_rack: str | None
     try:
         buflen = len(buf)
-        (
-            s1_controller_id,
-            s1_controller_epoch,
-        ) = _F_ii.unpack_from(buf, pos)
+        (s1_controller_id, s1_controller_epoch,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -684,10 +680,7 @@ def _r_UpdateMetadataRequest_3(buf: Any, pos: int) -> tuple[UpdateMetadataReques
     s5_rack: str | None
     try:
         buflen = len(buf)
-        (
-            s1_controller_id,
-            s1_controller_epoch,
-        ) = _F_ii.unpack_from(buf, pos)
+        (s1_controller_id, s1_controller_epoch,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -870,10 +863,7 @@ def _r_UpdateMetadataRequest_4(buf: Any, pos: int) -> tuple[UpdateMetadataReques
     s5_rack: str | None
     try:
         buflen = len(buf)
-        (
-            s1_controller_id,
-            s1_controller_epoch,
-        ) = _F_ii.unpack_from(buf, pos)
+        (s1_controller_id, s1_controller_epoch,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -1067,11 +1057,7 @@ def _r_UpdateMetadataRequest_5(buf: Any, pos: int) -> tuple[UpdateMetadataReques
     s7_rack: str | None
     try:
         buflen = len(buf)
-        (
-            s1_controller_id,
-            s1_controller_epoch,
-            s1_broker_epoch,
-        ) = _F_iiq.unpack_from(buf, pos)
+        (s1_controller_id, s1_controller_epoch, s1_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
         pos += 16
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
@@ -1285,11 +1271,7 @@ def _r_UpdateMetadataRequest_6(buf: Any, pos: int) -> tuple[UpdateMetadataReques
     u9: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_controller_id,
-            s1_controller_epoch,
-            s1_broker_epoch,
-        ) = _F_iiq.unpack_from(buf, pos)
+        (s1_controller_id, s1_controller_epoch, s1_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
         pos += 16
         n = buf[pos] - 1
         if n < 0x7F:
@@ -1351,10 +1333,7 @@ def _r_UpdateMetadataRequest_6(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                                     pos = stop
                                 else:
                                     s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        (
-                            s5_zk_version,
-                            c,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s5_zk_version, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
                         if c == 1:  # empty (offline replicas, mostly): no unpack
                             s5_replicas = []
@@ -1465,10 +1444,7 @@ def _r_UpdateMetadataRequest_6(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                     s7_endpoints = []
                     add8 = s7_endpoints.append
                     for _ in range(n):
-                        (
-                            s9_port,
-                            size,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s9_port, size,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -1487,10 +1463,7 @@ def _r_UpdateMetadataRequest_6(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                             pos = stop
                         else:
                             s9_listener, pos = _wire.read_compact_text(buf, pos, "listener")
-                        (
-                            s9_security_protocol,
-                            t9,
-                        ) = _F_hB.unpack_from(buf, pos)
+                        (s9_security_protocol, t9,) = _F_hB.unpack_from(buf, pos)
                         pos += 3
                         u9 = _NO_TAGS
                         if t9:
@@ -1628,11 +1601,7 @@ def _r_UpdateMetadataRequest_7(buf: Any, pos: int) -> tuple[UpdateMetadataReques
     u9: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_controller_id,
-            s1_controller_epoch,
-            s1_broker_epoch,
-        ) = _F_iiq.unpack_from(buf, pos)
+        (s1_controller_id, s1_controller_epoch, s1_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
         pos += 16
         n = buf[pos] - 1
         if n < 0x7F:
@@ -1701,10 +1670,7 @@ def _r_UpdateMetadataRequest_7(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                                     pos = stop
                                 else:
                                     s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        (
-                            s5_zk_version,
-                            c,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s5_zk_version, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
                         if c == 1:  # empty (offline replicas, mostly): no unpack
                             s5_replicas = []
@@ -1815,10 +1781,7 @@ def _r_UpdateMetadataRequest_7(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                     s7_endpoints = []
                     add8 = s7_endpoints.append
                     for _ in range(n):
-                        (
-                            s9_port,
-                            size,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s9_port, size,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -1837,10 +1800,7 @@ def _r_UpdateMetadataRequest_7(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                             pos = stop
                         else:
                             s9_listener, pos = _wire.read_compact_text(buf, pos, "listener")
-                        (
-                            s9_security_protocol,
-                            t9,
-                        ) = _F_hB.unpack_from(buf, pos)
+                        (s9_security_protocol, t9,) = _F_hB.unpack_from(buf, pos)
                         pos += 3
                         u9 = _NO_TAGS
                         if t9:
@@ -2052,10 +2012,7 @@ def _r_UpdateMetadataRequest_8(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                                     pos = stop
                                 else:
                                     s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        (
-                            s5_zk_version,
-                            c,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s5_zk_version, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
                         if c == 1:  # empty (offline replicas, mostly): no unpack
                             s5_replicas = []
@@ -2166,10 +2123,7 @@ def _r_UpdateMetadataRequest_8(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                     s7_endpoints = []
                     add8 = s7_endpoints.append
                     for _ in range(n):
-                        (
-                            s9_port,
-                            size,
-                        ) = _F_iB.unpack_from(buf, pos)
+                        (s9_port, size,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -2188,10 +2142,7 @@ def _r_UpdateMetadataRequest_8(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                             pos = stop
                         else:
                             s9_listener, pos = _wire.read_compact_text(buf, pos, "listener")
-                        (
-                            s9_security_protocol,
-                            t9,
-                        ) = _F_hB.unpack_from(buf, pos)
+                        (s9_security_protocol, t9,) = _F_hB.unpack_from(buf, pos)
                         pos += 3
                         u9 = _NO_TAGS
                         if t9:
@@ -2340,7 +2291,7 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_0(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -2353,7 +2304,7 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_0(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -2380,7 +2331,7 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_1(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -2393,7 +2344,7 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_1(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -2405,7 +2356,7 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_1(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -2428,7 +2379,7 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_2(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -2441,7 +2392,7 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_2(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -2453,7 +2404,7 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_2(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -2809,10 +2760,7 @@ def _w_UpdateMetadataResponse_0(out: bytearray, o: UpdateMetadataResponse) -> No
 def _r_UpdateMetadataResponse_1(buf: Any, pos: int) -> tuple[UpdateMetadataResponse, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_error_code,
-            t1,
-        ) = _F_hB.unpack_from(buf, pos)
+        (s1_error_code, t1,) = _F_hB.unpack_from(buf, pos)
         pos += 3
         u1 = _NO_TAGS
         if t1:
@@ -2850,14 +2798,14 @@ _C_Request__UpdateMetadataEndpoint = UpdateMetadataRequest.UpdateMetadataEndpoin
 _C_Request__UpdateMetadataBroker = UpdateMetadataRequest.UpdateMetadataBroker
 
 UpdateMetadataRequest._FIELDS = (
-    FieldInfo("controller_id", "int32", None, False, VersionRange(0, 8), _NONE, _NONE, None, False),
-    FieldInfo("is_k_raft_controller", "bool", None, False, VersionRange(8, 8), _NONE, _NONE, None, False),
-    FieldInfo("type", "int8", None, False, VersionRange(8, 8), _NONE, VersionRange(8, 32767), 0, False),
-    FieldInfo("controller_epoch", "int32", None, False, VersionRange(0, 8), _NONE, _NONE, None, False),
-    FieldInfo("broker_epoch", "int64", None, False, VersionRange(5, 8), _NONE, _NONE, None, True),
+    FieldInfo('controller_id', 'int32', None, False, VersionRange(0, 8), _NONE, _NONE, None, False),
+    FieldInfo('is_k_raft_controller', 'bool', None, False, VersionRange(8, 8), _NONE, _NONE, None, False),
+    FieldInfo('type', 'int8', None, False, VersionRange(8, 8), _NONE, VersionRange(8, 32767), 0, False),
+    FieldInfo('controller_epoch', 'int32', None, False, VersionRange(0, 8), _NONE, _NONE, None, False),
+    FieldInfo('broker_epoch', 'int64', None, False, VersionRange(5, 8), _NONE, _NONE, None, True),
     FieldInfo(
-        "ungrouped_partition_states",
-        "UpdateMetadataPartitionState",
+        'ungrouped_partition_states',
+        'UpdateMetadataPartitionState',
         _C_Request__UpdateMetadataPartitionState,
         True,
         VersionRange(0, 4),
@@ -2867,8 +2815,8 @@ UpdateMetadataRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "topic_states",
-        "UpdateMetadataTopicState",
+        'topic_states',
+        'UpdateMetadataTopicState',
         _C_Request__UpdateMetadataTopicState,
         True,
         VersionRange(5, 8),
@@ -2878,8 +2826,8 @@ UpdateMetadataRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "live_brokers",
-        "UpdateMetadataBroker",
+        'live_brokers',
+        'UpdateMetadataBroker',
         _C_Request__UpdateMetadataBroker,
         True,
         VersionRange(0, 8),
@@ -2890,22 +2838,22 @@ UpdateMetadataRequest._FIELDS = (
     ),
 )
 _C_Request__UpdateMetadataPartitionState._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 4), _NONE, _NONE, None, True),
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("controller_epoch", "int32", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("leader", "int32", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("isr", "int32", None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("zk_version", "int32", None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("replicas", "int32", None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
-    FieldInfo("offline_replicas", "int32", None, True, VersionRange(4, 32767), _NONE, _NONE, None, True),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, True),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('controller_epoch', 'int32', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('leader', 'int32', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('isr', 'int32', None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('zk_version', 'int32', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('replicas', 'int32', None, True, VersionRange(0, 32767), _NONE, _NONE, None, False),
+    FieldInfo('offline_replicas', 'int32', None, True, VersionRange(4, 32767), _NONE, _NONE, None, True),
 )
 _C_Request__UpdateMetadataTopicState._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(5, 8), _NONE, _NONE, None, False),
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(7, 8), _NONE, _NONE, None, True),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(5, 8), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(7, 8), _NONE, _NONE, None, True),
     FieldInfo(
-        "partition_states",
-        "UpdateMetadataPartitionState",
+        'partition_states',
+        'UpdateMetadataPartitionState',
         _C_Request__UpdateMetadataPartitionState,
         True,
         VersionRange(5, 8),
@@ -2916,18 +2864,18 @@ _C_Request__UpdateMetadataTopicState._FIELDS = (
     ),
 )
 _C_Request__UpdateMetadataEndpoint._FIELDS = (
-    FieldInfo("port", "int32", None, False, VersionRange(1, 8), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(1, 8), _NONE, _NONE, None, False),
-    FieldInfo("listener", "string", None, False, VersionRange(3, 8), _NONE, _NONE, None, True),
-    FieldInfo("security_protocol", "int16", None, False, VersionRange(1, 8), _NONE, _NONE, None, False),
+    FieldInfo('port', 'int32', None, False, VersionRange(1, 8), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(1, 8), _NONE, _NONE, None, False),
+    FieldInfo('listener', 'string', None, False, VersionRange(3, 8), _NONE, _NONE, None, True),
+    FieldInfo('security_protocol', 'int16', None, False, VersionRange(1, 8), _NONE, _NONE, None, False),
 )
 _C_Request__UpdateMetadataBroker._FIELDS = (
-    FieldInfo("id", "int32", None, False, VersionRange(0, 8), _NONE, _NONE, None, False),
-    FieldInfo("v0_host", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, True),
-    FieldInfo("v0_port", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, True),
+    FieldInfo('id', 'int32', None, False, VersionRange(0, 8), _NONE, _NONE, None, False),
+    FieldInfo('v0_host', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, True),
+    FieldInfo('v0_port', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, True),
     FieldInfo(
-        "endpoints",
-        "UpdateMetadataEndpoint",
+        'endpoints',
+        'UpdateMetadataEndpoint',
         _C_Request__UpdateMetadataEndpoint,
         True,
         VersionRange(1, 8),
@@ -2936,7 +2884,7 @@ _C_Request__UpdateMetadataBroker._FIELDS = (
         None,
         True,
     ),
-    FieldInfo("rack", "string", None, False, VersionRange(2, 8), VersionRange(0, 32767), _NONE, None, True),
+    FieldInfo('rack', 'string', None, False, VersionRange(2, 8), VersionRange(0, 32767), _NONE, None, True),
 )
 UpdateMetadataRequest._READERS = {
     0: _r_UpdateMetadataRequest_0,
@@ -2963,7 +2911,7 @@ UpdateMetadataRequest._WRITERS = {
 
 
 UpdateMetadataResponse._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 8), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 8), _NONE, _NONE, None, False),
 )
 UpdateMetadataResponse._READERS = {
     0: _r_UpdateMetadataResponse_0,

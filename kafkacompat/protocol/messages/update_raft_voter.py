@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["UpdateRaftVoterRequest", "UpdateRaftVoterResponse"]
+__all__ = ['UpdateRaftVoterRequest', 'UpdateRaftVoterResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -30,14 +30,14 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class UpdateRaftVoterRequest(KafkaRequest["UpdateRaftVoterResponse"]):
+class UpdateRaftVoterRequest(KafkaRequest['UpdateRaftVoterResponse']):
     __slots__ = (
-        "cluster_id",
-        "current_leader_epoch",
-        "k_raft_version_feature",
-        "listeners",
-        "voter_directory_id",
-        "voter_id",
+        'cluster_id',
+        'current_leader_epoch',
+        'k_raft_version_feature',
+        'listeners',
+        'voter_directory_id',
+        'voter_id',
     )
 
     def __init__(
@@ -62,15 +62,15 @@ class UpdateRaftVoterRequest(KafkaRequest["UpdateRaftVoterResponse"]):
         )
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "UpdateRaftVoterRequest"
+    NAME = 'UpdateRaftVoterRequest'
     API_KEY = 82
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("controller",)
+    LISTENERS = ('controller',)
 
     class Listener(KafkaStruct):
-        __slots__ = ("host", "name", "port")
+        __slots__ = ('host', 'name', 'port')
 
         def __init__(self, *, name: str = "", host: str = "", port: int = 0) -> None:
             self.name = name
@@ -78,10 +78,10 @@ class UpdateRaftVoterRequest(KafkaRequest["UpdateRaftVoterResponse"]):
             self.port = port
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
     class KRaftVersionFeature(KafkaStruct):
-        __slots__ = ("max_supported_version", "min_supported_version")
+        __slots__ = ('max_supported_version', 'min_supported_version')
 
         def __init__(self, *, min_supported_version: int = 0, max_supported_version: int = 0) -> None:
             self.min_supported_version = min_supported_version
@@ -90,7 +90,7 @@ class UpdateRaftVoterRequest(KafkaRequest["UpdateRaftVoterResponse"]):
 
 
 class UpdateRaftVoterResponse(KafkaMessage):
-    __slots__ = ("current_leader", "error_code", "throttle_time_ms")
+    __slots__ = ('current_leader', 'error_code', 'throttle_time_ms')
 
     def __init__(
         self,
@@ -102,18 +102,20 @@ class UpdateRaftVoterResponse(KafkaMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.current_leader = (
-            UpdateRaftVoterResponse.CurrentLeader() if current_leader is _wire.DEFAULT else current_leader
+            UpdateRaftVoterResponse.CurrentLeader()
+            if current_leader is _wire.DEFAULT
+            else current_leader
         )
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "UpdateRaftVoterResponse"
+    NAME = 'UpdateRaftVoterResponse'
     API_KEY = 82
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class CurrentLeader(KafkaStruct):
-        __slots__ = ("host", "leader_epoch", "leader_id", "port")
+        __slots__ = ('host', 'leader_epoch', 'leader_id', 'port')
 
         def __init__(
             self,
@@ -128,6 +130,7 @@ class UpdateRaftVoterResponse(KafkaMessage):
             self.host = host
             self.port = port
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 UpdateRaftVoterRequest.RESPONSE_CLASS = UpdateRaftVoterResponse
@@ -154,10 +157,7 @@ def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequ
             pos += 1
         else:
             s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_current_leader_epoch,
-            s1_voter_id,
-        ) = _F_ii.unpack_from(buf, pos)
+        (s1_current_leader_epoch, s1_voter_id,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         stop = pos + 16
         if stop > buflen:
@@ -195,10 +195,7 @@ def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequ
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (
-                    s3_port,
-                    t3,
-                ) = _F_HB.unpack_from(buf, pos)
+                (s3_port, t3,) = _F_HB.unpack_from(buf, pos)
                 pos += 3
                 u3 = _NO_TAGS
                 if t3:
@@ -217,11 +214,7 @@ def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequ
                 o3.port = s3_port
                 o3._unknown_tags = u3
                 add2(o3)
-        (
-            s4_min_supported_version,
-            s4_max_supported_version,
-            t4,
-        ) = _F_hhB.unpack_from(buf, pos)
+        (s4_min_supported_version, s4_max_supported_version, t4,) = _F_hhB.unpack_from(buf, pos)
         pos += 5
         u4 = _NO_TAGS
         if t4:
@@ -348,10 +341,7 @@ def _r_UpdateRaftVoterResponse_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRes
     u2: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
-        (
-            s1_throttle_time_ms,
-            s1_error_code,
-        ) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         s1_current_leader = UpdateRaftVoterResponse.CurrentLeader()
         u1 = _NO_TAGS
@@ -363,11 +353,7 @@ def _r_UpdateRaftVoterResponse_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRes
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
-                    (
-                        s2_leader_id,
-                        s2_leader_epoch,
-                        size,
-                    ) = _F_iiB.unpack_from(buf, pos)
+                    (s2_leader_id, s2_leader_epoch, size,) = _F_iiB.unpack_from(buf, pos)
                     pos += 8
                     if 0 < size < 0x80:
                         stop = pos + size
@@ -377,10 +363,7 @@ def _r_UpdateRaftVoterResponse_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRes
                         pos = stop
                     else:
                         s2_host, pos = _wire.read_compact_text(buf, pos, "host")
-                    (
-                        s2_port,
-                        t2,
-                    ) = _F_iB.unpack_from(buf, pos)
+                    (s2_port, t2,) = _F_iB.unpack_from(buf, pos)
                     pos += 5
                     u2 = _NO_TAGS
                     if t2:
@@ -468,8 +451,8 @@ _C_Request__KRaftVersionFeature = UpdateRaftVoterRequest.KRaftVersionFeature
 
 UpdateRaftVoterRequest._FIELDS = (
     FieldInfo(
-        "cluster_id",
-        "string",
+        'cluster_id',
+        'string',
         None,
         False,
         VersionRange(0, 0),
@@ -478,12 +461,12 @@ UpdateRaftVoterRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("current_leader_epoch", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("voter_id", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("voter_directory_id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('current_leader_epoch', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('voter_id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('voter_directory_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "listeners",
-        "Listener",
+        'listeners',
+        'Listener',
         _C_Request__Listener,
         True,
         VersionRange(0, 0),
@@ -493,8 +476,8 @@ UpdateRaftVoterRequest._FIELDS = (
         False,
     ),
     FieldInfo(
-        "k_raft_version_feature",
-        "KRaftVersionFeature",
+        'k_raft_version_feature',
+        'KRaftVersionFeature',
         _C_Request__KRaftVersionFeature,
         False,
         VersionRange(0, 0),
@@ -505,13 +488,13 @@ UpdateRaftVoterRequest._FIELDS = (
     ),
 )
 _C_Request__Listener._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("port", "uint16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('port', 'uint16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_Request__KRaftVersionFeature._FIELDS = (
-    FieldInfo("min_supported_version", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("max_supported_version", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('min_supported_version', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('max_supported_version', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 UpdateRaftVoterRequest._READERS = {0: _r_UpdateRaftVoterRequest_0}
 UpdateRaftVoterRequest._WRITERS = {0: _w_UpdateRaftVoterRequest_0}
@@ -519,11 +502,11 @@ UpdateRaftVoterRequest._WRITERS = {0: _w_UpdateRaftVoterRequest_0}
 _C_Response__CurrentLeader = UpdateRaftVoterResponse.CurrentLeader
 
 UpdateRaftVoterResponse._FIELDS = (
-    FieldInfo("throttle_time_ms", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "current_leader",
-        "CurrentLeader",
+        'current_leader',
+        'CurrentLeader',
         _C_Response__CurrentLeader,
         False,
         VersionRange(0, 0),
@@ -534,10 +517,10 @@ UpdateRaftVoterResponse._FIELDS = (
     ),
 )
 _C_Response__CurrentLeader._FIELDS = (
-    FieldInfo("leader_id", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("port", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('port', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 UpdateRaftVoterResponse._READERS = {0: _r_UpdateRaftVoterResponse_0}
 UpdateRaftVoterResponse._WRITERS = {0: _w_UpdateRaftVoterResponse_0}

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["UserScramCredentialRecord"]
+__all__ = ['UserScramCredentialRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -20,7 +20,7 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class UserScramCredentialRecord(KafkaMessage):
-    __slots__ = ("iterations", "mechanism", "name", "salt", "server_key", "stored_key")
+    __slots__ = ('iterations', 'mechanism', 'name', 'salt', 'server_key', 'stored_key')
 
     def __init__(
         self,
@@ -40,9 +40,9 @@ class UserScramCredentialRecord(KafkaMessage):
         self.iterations = iterations
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "UserScramCredentialRecord"
+    NAME = 'UserScramCredentialRecord'
     API_KEY = 11
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -71,10 +71,7 @@ def _r_UserScramCredentialRecord_0(buf: Any, pos: int) -> tuple[UserScramCredent
         s1_server_key, pos = _wire.read_compact_bytes(buf, pos)
         if s1_server_key is None:
             raise _wire.null_error("server_key", pos)
-        (
-            s1_iterations,
-            t1,
-        ) = _F_iB.unpack_from(buf, pos)
+        (s1_iterations, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _NO_TAGS
         if t1:
@@ -134,13 +131,14 @@ def _w_UserScramCredentialRecord_0(out: bytearray, o: UserScramCredentialRecord)
         raise EncodeError(f"cannot write UserScramCredentialRecord: {exc}") from None
 
 
+
 UserScramCredentialRecord._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("mechanism", "int8", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("salt", "bytes", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("stored_key", "bytes", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("server_key", "bytes", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("iterations", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('mechanism', 'int8', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('salt', 'bytes', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('stored_key', 'bytes', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('server_key', 'bytes', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('iterations', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 UserScramCredentialRecord._READERS = {0: _r_UserScramCredentialRecord_0}
 UserScramCredentialRecord._WRITERS = {0: _w_UserScramCredentialRecord_0}

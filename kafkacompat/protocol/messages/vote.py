@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldAlias, FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["VoteRequest", "VoteResponse"]
+__all__ = ['VoteRequest', 'VoteResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -35,8 +35,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class VoteRequest(KafkaRequest["VoteResponse"]):
-    __slots__ = ("cluster_id", "topics", "voter_id")
+class VoteRequest(KafkaRequest['VoteResponse']):
+    __slots__ = ('cluster_id', 'topics', 'voter_id')
 
     def __init__(
         self,
@@ -50,23 +50,23 @@ class VoteRequest(KafkaRequest["VoteResponse"]):
         self.topics = [] if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "VoteRequest"
+    NAME = 'VoteRequest'
     API_KEY = 52
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("controller",)
+    LISTENERS = ('controller',)
 
     class PartitionData(KafkaStruct):
         __slots__ = (
-            "last_offset",
-            "last_offset_epoch",
-            "partition_index",
-            "pre_vote",
-            "replica_directory_id",
-            "replica_epoch",
-            "replica_id",
-            "voter_directory_id",
+            'last_offset',
+            'last_offset_epoch',
+            'partition_index',
+            'pre_vote',
+            'replica_directory_id',
+            'replica_epoch',
+            'replica_id',
+            'voter_directory_id',
         )
 
         def __init__(
@@ -100,17 +100,17 @@ class VoteRequest(KafkaRequest["VoteResponse"]):
                 self.replica_directory_id = candidate_directory_id
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        candidate_epoch = FieldAlias("replica_epoch")
-        candidate_id = FieldAlias("replica_id")
-        candidate_directory_id = FieldAlias("replica_directory_id")
+        candidate_epoch = FieldAlias('replica_epoch')
+        candidate_id = FieldAlias('replica_id')
+        candidate_directory_id = FieldAlias('replica_directory_id')
         _ALIASES = {
-            "candidate_epoch": "replica_epoch",
-            "candidate_id": "replica_id",
-            "candidate_directory_id": "replica_directory_id",
+            'candidate_epoch': 'replica_epoch',
+            'candidate_id': 'replica_id',
+            'candidate_directory_id': 'replica_directory_id',
         }
 
     class TopicData(KafkaStruct):
-        __slots__ = ("partitions", "topic_name")
+        __slots__ = ('partitions', 'topic_name')
 
         def __init__(
             self,
@@ -124,7 +124,7 @@ class VoteRequest(KafkaRequest["VoteResponse"]):
 
 
 class VoteResponse(KafkaMessage):
-    __slots__ = ("error_code", "node_endpoints", "topics")
+    __slots__ = ('error_code', 'node_endpoints', 'topics')
 
     def __init__(
         self,
@@ -138,14 +138,14 @@ class VoteResponse(KafkaMessage):
         self.node_endpoints = _wire.KeyedList() if node_endpoints is _wire.DEFAULT else node_endpoints
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "VoteResponse"
+    NAME = 'VoteResponse'
     API_KEY = 52
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class PartitionData(KafkaStruct):
-        __slots__ = ("error_code", "leader_epoch", "leader_id", "partition_index", "vote_granted")
+        __slots__ = ('error_code', 'leader_epoch', 'leader_id', 'partition_index', 'vote_granted')
 
         def __init__(
             self,
@@ -163,8 +163,9 @@ class VoteResponse(KafkaMessage):
             self.vote_granted = vote_granted
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class TopicData(KafkaStruct):
-        __slots__ = ("partitions", "topic_name")
+        __slots__ = ('partitions', 'topic_name')
 
         def __init__(
             self,
@@ -176,8 +177,9 @@ class VoteResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class NodeEndpoint(KafkaStruct):
-        __slots__ = ("host", "node_id", "port")
+        __slots__ = ('host', 'node_id', 'port')
 
         def __init__(self, *, node_id: int = 0, host: str = "", port: int = 0) -> None:
             self.node_id = node_id
@@ -185,7 +187,7 @@ class VoteResponse(KafkaMessage):
             self.port = port
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("node_id",)
+        MAP_KEY = ('node_id',)
 
 
 VoteRequest.RESPONSE_CLASS = VoteResponse
@@ -425,11 +427,7 @@ def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_replica_epoch,
-                            s5_replica_id,
-                        ) = _F_iii.unpack_from(buf, pos)
+                        (s5_partition_index, s5_replica_epoch, s5_replica_id,) = _F_iii.unpack_from(buf, pos)
                         pos += 12
                         stop = pos + 16
                         if stop > buflen:
@@ -445,11 +443,7 @@ def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                         _set(s5_voter_directory_id, "int", _from_bytes(buf[pos:stop]))
                         _set(s5_voter_directory_id, "is_safe", _UUID_SAFE)
                         pos = stop
-                        (
-                            s5_last_offset_epoch,
-                            s5_last_offset,
-                            t5,
-                        ) = _F_iqB.unpack_from(buf, pos)
+                        (s5_last_offset_epoch, s5_last_offset, t5,) = _F_iqB.unpack_from(buf, pos)
                         pos += 13
                         u5 = _NO_TAGS
                         if t5:
@@ -596,11 +590,7 @@ def _r_VoteRequest_2(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition_index,
-                            s5_replica_epoch,
-                            s5_replica_id,
-                        ) = _F_iii.unpack_from(buf, pos)
+                        (s5_partition_index, s5_replica_epoch, s5_replica_id,) = _F_iii.unpack_from(buf, pos)
                         pos += 12
                         stop = pos + 16
                         if stop > buflen:
@@ -1158,10 +1148,7 @@ def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
                         s1_node_endpoints = _wire.KeyedList()
                         add7 = s1_node_endpoints.append
                         for _ in range(n):
-                            (
-                                s8_node_id,
-                                size,
-                            ) = _F_iB.unpack_from(buf, pos)
+                            (s8_node_id, size,) = _F_iB.unpack_from(buf, pos)
                             pos += 4
                             if 0 < size < 0x80:
                                 stop = pos + size
@@ -1174,10 +1161,7 @@ def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
                                 pos = stop
                             else:
                                 s8_host, pos = _wire.read_compact_text(buf, pos, "host")
-                            (
-                                s8_port,
-                                t8,
-                            ) = _F_HB.unpack_from(buf, pos)
+                            (s8_port, t8,) = _F_HB.unpack_from(buf, pos)
                             pos += 3
                             u8 = _NO_TAGS
                             if t8:
@@ -1322,8 +1306,8 @@ _C_Request__TopicData = VoteRequest.TopicData
 
 VoteRequest._FIELDS = (
     FieldInfo(
-        "cluster_id",
-        "string",
+        'cluster_id',
+        'string',
         None,
         False,
         VersionRange(0, 2),
@@ -1332,10 +1316,10 @@ VoteRequest._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("voter_id", "int32", None, False, VersionRange(1, 2), _NONE, _NONE, None, True),
+    FieldInfo('voter_id', 'int32', None, False, VersionRange(1, 2), _NONE, _NONE, None, True),
     FieldInfo(
-        "topics",
-        "TopicData",
+        'topics',
+        'TopicData',
         _C_Request__TopicData,
         True,
         VersionRange(0, 2),
@@ -1346,20 +1330,20 @@ VoteRequest._FIELDS = (
     ),
 )
 _C_Request__PartitionData._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("replica_epoch", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("replica_id", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("replica_directory_id", "uuid", None, False, VersionRange(1, 2), _NONE, _NONE, None, True),
-    FieldInfo("voter_directory_id", "uuid", None, False, VersionRange(1, 2), _NONE, _NONE, None, True),
-    FieldInfo("last_offset_epoch", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("last_offset", "int64", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("pre_vote", "bool", None, False, VersionRange(2, 2), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('replica_epoch', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('replica_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('replica_directory_id', 'uuid', None, False, VersionRange(1, 2), _NONE, _NONE, None, True),
+    FieldInfo('voter_directory_id', 'uuid', None, False, VersionRange(1, 2), _NONE, _NONE, None, True),
+    FieldInfo('last_offset_epoch', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('last_offset', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('pre_vote', 'bool', None, False, VersionRange(2, 2), _NONE, _NONE, None, False),
 )
 _C_Request__TopicData._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionData",
+        'partitions',
+        'PartitionData',
         _C_Request__PartitionData,
         True,
         VersionRange(0, 2),
@@ -1377,10 +1361,10 @@ _C_Response__TopicData = VoteResponse.TopicData
 _C_Response__NodeEndpoint = VoteResponse.NodeEndpoint
 
 VoteResponse._FIELDS = (
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "TopicData",
+        'topics',
+        'TopicData',
         _C_Response__TopicData,
         True,
         VersionRange(0, 2),
@@ -1390,8 +1374,8 @@ VoteResponse._FIELDS = (
         False,
     ),
     FieldInfo(
-        "node_endpoints",
-        "NodeEndpoint",
+        'node_endpoints',
+        'NodeEndpoint',
         _C_Response__NodeEndpoint,
         True,
         VersionRange(1, 2),
@@ -1402,17 +1386,17 @@ VoteResponse._FIELDS = (
     ),
 )
 _C_Response__PartitionData._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("leader_id", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("vote_granted", "bool", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('vote_granted', 'bool', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 _C_Response__TopicData._FIELDS = (
-    FieldInfo("topic_name", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('topic_name', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionData",
+        'partitions',
+        'PartitionData',
         _C_Response__PartitionData,
         True,
         VersionRange(0, 2),
@@ -1423,9 +1407,9 @@ _C_Response__TopicData._FIELDS = (
     ),
 )
 _C_Response__NodeEndpoint._FIELDS = (
-    FieldInfo("node_id", "int32", None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
-    FieldInfo("port", "uint16", None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
+    FieldInfo('node_id', 'int32', None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
+    FieldInfo('port', 'uint16', None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
 )
 VoteResponse._READERS = {0: _r_VoteResponse_0, 1: _r_VoteResponse_1, 2: _r_VoteResponse_1}
 VoteResponse._WRITERS = {0: _w_VoteResponse_0, 1: _w_VoteResponse_1, 2: _w_VoteResponse_1}

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["VotersRecord"]
+__all__ = ['VotersRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -28,20 +28,20 @@ _from_bytes = int.from_bytes
 
 
 class VotersRecord(KafkaMessage):
-    __slots__ = ("version", "voters")
+    __slots__ = ('version', 'voters')
 
     def __init__(self, *, version: int = 0, voters: list[VotersRecord.Voter] = _wire.DEFAULT) -> None:
         self.version = version
         self.voters = [] if voters is _wire.DEFAULT else voters
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "VotersRecord"
-    MESSAGE_TYPE = "data"
+    NAME = 'VotersRecord'
+    MESSAGE_TYPE = 'data'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class Endpoint(KafkaStruct):
-        __slots__ = ("host", "name", "port")
+        __slots__ = ('host', 'name', 'port')
 
         def __init__(self, *, name: str = "", host: str = "", port: int = 0) -> None:
             self.name = name
@@ -49,18 +49,19 @@ class VotersRecord(KafkaMessage):
             self.port = port
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        MAP_KEY = ("name",)
+        MAP_KEY = ('name',)
 
     class KRaftVersionFeature(KafkaStruct):
-        __slots__ = ("max_supported_version", "min_supported_version")
+        __slots__ = ('max_supported_version', 'min_supported_version')
 
         def __init__(self, *, min_supported_version: int = 0, max_supported_version: int = 0) -> None:
             self.min_supported_version = min_supported_version
             self.max_supported_version = max_supported_version
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class Voter(KafkaStruct):
-        __slots__ = ("endpoints", "k_raft_version_feature", "voter_directory_id", "voter_id")
+        __slots__ = ('endpoints', 'k_raft_version_feature', 'voter_directory_id', 'voter_id')
 
         def __init__(
             self,
@@ -79,6 +80,7 @@ class VotersRecord(KafkaMessage):
                 else k_raft_version_feature
             )
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
@@ -142,10 +144,7 @@ def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
                             pos = stop
                         else:
                             s5_host, pos = _wire.read_compact_text(buf, pos, "host")
-                        (
-                            s5_port,
-                            t5,
-                        ) = _F_HB.unpack_from(buf, pos)
+                        (s5_port, t5,) = _F_HB.unpack_from(buf, pos)
                         pos += 3
                         u5 = _NO_TAGS
                         if t5:
@@ -164,11 +163,7 @@ def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
                         o5.port = s5_port
                         o5._unknown_tags = u5
                         add4(o5)
-                (
-                    s6_min_supported_version,
-                    s6_max_supported_version,
-                    t6,
-                ) = _F_hhB.unpack_from(buf, pos)
+                (s6_min_supported_version, s6_max_supported_version, t6,) = _F_hhB.unpack_from(buf, pos)
                 pos += 5
                 u6 = _NO_TAGS
                 if t6:
@@ -322,24 +317,24 @@ _C_VotersRecord__KRaftVersionFeature = VotersRecord.KRaftVersionFeature
 _C_VotersRecord__Voter = VotersRecord.Voter
 
 VotersRecord._FIELDS = (
-    FieldInfo("version", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("voters", "Voter", _C_VotersRecord__Voter, True, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('version', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('voters', 'Voter', _C_VotersRecord__Voter, True, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_VotersRecord__Endpoint._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("host", "string", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("port", "uint16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('host', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('port', 'uint16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_VotersRecord__KRaftVersionFeature._FIELDS = (
-    FieldInfo("min_supported_version", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("max_supported_version", "int16", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('min_supported_version', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('max_supported_version', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 _C_VotersRecord__Voter._FIELDS = (
-    FieldInfo("voter_id", "int32", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
-    FieldInfo("voter_directory_id", "uuid", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('voter_id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('voter_directory_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo(
-        "endpoints",
-        "Endpoint",
+        'endpoints',
+        'Endpoint',
         _C_VotersRecord__Endpoint,
         True,
         VersionRange(0, 0),
@@ -349,8 +344,8 @@ _C_VotersRecord__Voter._FIELDS = (
         False,
     ),
     FieldInfo(
-        "k_raft_version_feature",
-        "KRaftVersionFeature",
+        'k_raft_version_feature',
+        'KRaftVersionFeature',
         _C_VotersRecord__KRaftVersionFeature,
         False,
         VersionRange(0, 0),

@@ -10,7 +10,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["WriteShareGroupStateRequest", "WriteShareGroupStateResponse"]
+__all__ = ['WriteShareGroupStateRequest', 'WriteShareGroupStateResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -27,8 +27,8 @@ _set = object.__setattr__
 _from_bytes = int.from_bytes
 
 
-class WriteShareGroupStateRequest(KafkaRequest["WriteShareGroupStateResponse"]):
-    __slots__ = ("group_id", "topics")
+class WriteShareGroupStateRequest(KafkaRequest['WriteShareGroupStateResponse']):
+    __slots__ = ('group_id', 'topics')
 
     def __init__(
         self,
@@ -40,15 +40,15 @@ class WriteShareGroupStateRequest(KafkaRequest["WriteShareGroupStateResponse"]):
         self.topics = [] if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "WriteShareGroupStateRequest"
+    NAME = 'WriteShareGroupStateRequest'
     API_KEY = 85
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
 
     class StateBatch(KafkaStruct):
-        __slots__ = ("delivery_count", "delivery_state", "first_offset", "last_offset")
+        __slots__ = ('delivery_count', 'delivery_state', 'first_offset', 'last_offset')
 
         def __init__(
             self,
@@ -64,14 +64,15 @@ class WriteShareGroupStateRequest(KafkaRequest["WriteShareGroupStateResponse"]):
             self.delivery_count = delivery_count
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class PartitionData(KafkaStruct):
         __slots__ = (
-            "delivery_complete_count",
-            "leader_epoch",
-            "partition",
-            "start_offset",
-            "state_batches",
-            "state_epoch",
+            'delivery_complete_count',
+            'leader_epoch',
+            'partition',
+            'start_offset',
+            'state_batches',
+            'state_epoch',
         )
 
         def __init__(
@@ -92,8 +93,9 @@ class WriteShareGroupStateRequest(KafkaRequest["WriteShareGroupStateResponse"]):
             self.state_batches = [] if state_batches is _wire.DEFAULT else state_batches
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class WriteStateData(KafkaStruct):
-        __slots__ = ("partitions", "topic_id")
+        __slots__ = ('partitions', 'topic_id')
 
         def __init__(
             self,
@@ -107,7 +109,7 @@ class WriteShareGroupStateRequest(KafkaRequest["WriteShareGroupStateResponse"]):
 
 
 class WriteShareGroupStateResponse(KafkaMessage):
-    __slots__ = ("results",)
+    __slots__ = ('results',)
 
     def __init__(
         self,
@@ -117,14 +119,14 @@ class WriteShareGroupStateResponse(KafkaMessage):
         self.results = [] if results is _wire.DEFAULT else results
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "WriteShareGroupStateResponse"
+    NAME = 'WriteShareGroupStateResponse'
     API_KEY = 85
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class PartitionResult(KafkaStruct):
-        __slots__ = ("error_code", "error_message", "partition")
+        __slots__ = ('error_code', 'error_message', 'partition')
 
         def __init__(
             self,
@@ -138,8 +140,9 @@ class WriteShareGroupStateResponse(KafkaMessage):
             self.error_message = error_message
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class WriteStateResult(KafkaStruct):
-        __slots__ = ("partitions", "topic_id")
+        __slots__ = ('partitions', 'topic_id')
 
         def __init__(
             self,
@@ -150,6 +153,7 @@ class WriteShareGroupStateResponse(KafkaMessage):
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 WriteShareGroupStateRequest.RESPONSE_CLASS = WriteShareGroupStateResponse
@@ -732,11 +736,7 @@ def _r_WriteShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[WriteShareGro
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (
-                            s5_partition,
-                            s5_error_code,
-                            size,
-                        ) = _F_ihB.unpack_from(buf, pos)
+                        (s5_partition, s5_error_code, size,) = _F_ihB.unpack_from(buf, pos)
                         pos += 6
                         if 0 < size < 0x80:
                             stop = pos + size
@@ -880,10 +880,10 @@ _C_Request__PartitionData = WriteShareGroupStateRequest.PartitionData
 _C_Request__WriteStateData = WriteShareGroupStateRequest.WriteStateData
 
 WriteShareGroupStateRequest._FIELDS = (
-    FieldInfo("group_id", "string", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('group_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "WriteStateData",
+        'topics',
+        'WriteStateData',
         _C_Request__WriteStateData,
         True,
         VersionRange(0, 1),
@@ -894,20 +894,20 @@ WriteShareGroupStateRequest._FIELDS = (
     ),
 )
 _C_Request__StateBatch._FIELDS = (
-    FieldInfo("first_offset", "int64", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("last_offset", "int64", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("delivery_state", "int8", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("delivery_count", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('first_offset', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('last_offset', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('delivery_state', 'int8', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('delivery_count', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 _C_Request__PartitionData._FIELDS = (
-    FieldInfo("partition", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("state_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("leader_epoch", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("start_offset", "int64", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("delivery_complete_count", "int32", None, False, VersionRange(1, 1), _NONE, _NONE, None, True),
+    FieldInfo('partition', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('state_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('start_offset', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('delivery_complete_count', 'int32', None, False, VersionRange(1, 1), _NONE, _NONE, None, True),
     FieldInfo(
-        "state_batches",
-        "StateBatch",
+        'state_batches',
+        'StateBatch',
         _C_Request__StateBatch,
         True,
         VersionRange(0, 1),
@@ -918,10 +918,10 @@ _C_Request__PartitionData._FIELDS = (
     ),
 )
 _C_Request__WriteStateData._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionData",
+        'partitions',
+        'PartitionData',
         _C_Request__PartitionData,
         True,
         VersionRange(0, 1),
@@ -945,8 +945,8 @@ _C_Response__WriteStateResult = WriteShareGroupStateResponse.WriteStateResult
 
 WriteShareGroupStateResponse._FIELDS = (
     FieldInfo(
-        "results",
-        "WriteStateResult",
+        'results',
+        'WriteStateResult',
         _C_Response__WriteStateResult,
         True,
         VersionRange(0, 1),
@@ -957,11 +957,11 @@ WriteShareGroupStateResponse._FIELDS = (
     ),
 )
 _C_Response__PartitionResult._FIELDS = (
-    FieldInfo("partition", "int32", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('partition', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "error_message",
-        "string",
+        'error_message',
+        'string',
         None,
         False,
         VersionRange(0, 1),
@@ -972,10 +972,10 @@ _C_Response__PartitionResult._FIELDS = (
     ),
 )
 _C_Response__WriteStateResult._FIELDS = (
-    FieldInfo("topic_id", "uuid", None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
+    FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "PartitionResult",
+        'partitions',
+        'PartitionResult',
         _C_Response__PartitionResult,
         True,
         VersionRange(0, 1),

@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["WriteTxnMarkersRequest", "WriteTxnMarkersResponse"]
+__all__ = ['WriteTxnMarkersRequest', 'WriteTxnMarkersResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -28,39 +28,40 @@ _PC_i = _wire.COMPACT_PREFIXED["i"]
 _PI_i = _wire.CLASSIC_PREFIXED["i"]
 
 
-class WriteTxnMarkersRequest(KafkaRequest["WriteTxnMarkersResponse"]):
-    __slots__ = ("markers",)
+class WriteTxnMarkersRequest(KafkaRequest['WriteTxnMarkersResponse']):
+    __slots__ = ('markers',)
 
     def __init__(self, *, markers: list[WriteTxnMarkersRequest.WritableTxnMarker] = _wire.DEFAULT) -> None:
         self.markers = [] if markers is _wire.DEFAULT else markers
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "WriteTxnMarkersRequest"
+    NAME = 'WriteTxnMarkersRequest'
     API_KEY = 27
-    MESSAGE_TYPE = "request"
+    MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(1, 32767)
-    LISTENERS = ("broker",)
+    LISTENERS = ('broker',)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class WritableTxnMarkerTopic(KafkaStruct):
-        __slots__ = ("name", "partition_indexes")
+        __slots__ = ('name', 'partition_indexes')
 
         def __init__(self, *, name: str = "", partition_indexes: list[int] = _wire.DEFAULT) -> None:
             self.name = name
             self.partition_indexes = [] if partition_indexes is _wire.DEFAULT else partition_indexes
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class WritableTxnMarker(KafkaStruct):
         __slots__ = (
-            "coordinator_epoch",
-            "producer_epoch",
-            "producer_id",
-            "topics",
-            "transaction_result",
-            "transaction_version",
+            'coordinator_epoch',
+            'producer_epoch',
+            'producer_id',
+            'topics',
+            'transaction_result',
+            'transaction_version',
         )
 
         def __init__(
@@ -83,7 +84,7 @@ class WriteTxnMarkersRequest(KafkaRequest["WriteTxnMarkersResponse"]):
 
 
 class WriteTxnMarkersResponse(KafkaMessage):
-    __slots__ = ("markers",)
+    __slots__ = ('markers',)
 
     def __init__(
         self,
@@ -93,25 +94,26 @@ class WriteTxnMarkersResponse(KafkaMessage):
         self.markers = [] if markers is _wire.DEFAULT else markers
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "WriteTxnMarkersResponse"
+    NAME = 'WriteTxnMarkersResponse'
     API_KEY = 27
-    MESSAGE_TYPE = "response"
+    MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(1, 32767)
     REMOVED_VERSIONS = VersionRange(0, 0)
-    REMOVED_SINCE = "4.0"
-    REMOVAL_KIND = "kip-896"
+    REMOVED_SINCE = '4.0'
+    REMOVAL_KIND = 'kip-896'
 
     class WritableTxnMarkerPartitionResult(KafkaStruct):
-        __slots__ = ("error_code", "partition_index")
+        __slots__ = ('error_code', 'partition_index')
 
         def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class WritableTxnMarkerTopicResult(KafkaStruct):
-        __slots__ = ("name", "partitions")
+        __slots__ = ('name', 'partitions')
 
         def __init__(
             self,
@@ -123,8 +125,9 @@ class WriteTxnMarkersResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
     class WritableTxnMarkerResult(KafkaStruct):
-        __slots__ = ("producer_id", "topics")
+        __slots__ = ('producer_id', 'topics')
 
         def __init__(
             self,
@@ -135,6 +138,7 @@ class WriteTxnMarkersResponse(KafkaMessage):
             self.producer_id = producer_id
             self.topics = [] if topics is _wire.DEFAULT else topics
             self._unknown_tags = _wire.EMPTY_TAGS
+
 
 
 WriteTxnMarkersRequest.RESPONSE_CLASS = WriteTxnMarkersResponse
@@ -153,11 +157,7 @@ def _r_WriteTxnMarkersRequest_0(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequ
             s1_markers = []
             add2 = s1_markers.append
             for _ in range(n):
-                (
-                    s3_producer_id,
-                    s3_producer_epoch,
-                    s3_transaction_result,
-                ) = _F_qho.unpack_from(buf, pos)
+                (s3_producer_id, s3_producer_epoch, s3_transaction_result,) = _F_qho.unpack_from(buf, pos)
                 pos += 11
                 n, pos = _wire.read_array_count(buf, pos)
                 if n < 0:
@@ -246,11 +246,7 @@ def _r_WriteTxnMarkersRequest_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequ
             s1_markers = []
             add2 = s1_markers.append
             for _ in range(n):
-                (
-                    s3_producer_id,
-                    s3_producer_epoch,
-                    s3_transaction_result,
-                ) = _F_qho.unpack_from(buf, pos)
+                (s3_producer_id, s3_producer_epoch, s3_transaction_result,) = _F_qho.unpack_from(buf, pos)
                 pos += 11
                 n = buf[pos] - 1
                 if n < 0x7F:
@@ -311,10 +307,7 @@ def _r_WriteTxnMarkersRequest_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequ
                         o5.partition_indexes = s5_partition_indexes
                         o5._unknown_tags = u5
                         add4(o5)
-                (
-                    s3_coordinator_epoch,
-                    t3,
-                ) = _F_iB.unpack_from(buf, pos)
+                (s3_coordinator_epoch, t3,) = _F_iB.unpack_from(buf, pos)
                 pos += 5
                 u3 = _NO_TAGS
                 if t3:
@@ -398,11 +391,7 @@ def _r_WriteTxnMarkersRequest_2(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequ
             s1_markers = []
             add2 = s1_markers.append
             for _ in range(n):
-                (
-                    s3_producer_id,
-                    s3_producer_epoch,
-                    s3_transaction_result,
-                ) = _F_qho.unpack_from(buf, pos)
+                (s3_producer_id, s3_producer_epoch, s3_transaction_result,) = _F_qho.unpack_from(buf, pos)
                 pos += 11
                 n = buf[pos] - 1
                 if n < 0x7F:
@@ -463,11 +452,7 @@ def _r_WriteTxnMarkersRequest_2(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequ
                         o5.partition_indexes = s5_partition_indexes
                         o5._unknown_tags = u5
                         add4(o5)
-                (
-                    s3_coordinator_epoch,
-                    s3_transaction_version,
-                    t3,
-                ) = _F_ibB.unpack_from(buf, pos)
+                (s3_coordinator_epoch, s3_transaction_version, t3,) = _F_ibB.unpack_from(buf, pos)
                 pos += 6
                 u3 = _NO_TAGS
                 if t3:
@@ -547,7 +532,7 @@ def _w_WriteTxnMarkersRequest__WritableTxnMarkerTopic_0(
         else:
             n = len(x)
             if not n:
-                out += b"\x00\x00\x00\x00"
+                out += b'\x00\x00\x00\x00'
             elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
@@ -707,10 +692,7 @@ def _r_WriteTxnMarkersResponse_0(buf: Any, pos: int) -> tuple[WriteTxnMarkersRes
                             s5_partitions = []
                             add6 = s5_partitions.append
                             if stop7 <= buflen:
-                                for (
-                                    s7_partition_index,
-                                    s7_error_code,
-                                ) in _F_ih.iter_unpack(buf[pos:stop7]):
+                                for (s7_partition_index, s7_error_code,) in _F_ih.iter_unpack(buf[pos:stop7]):
                                     o7 = _new(_C_Response__WritableTxnMarkerPartitionResult)
                                     o7.partition_index = s7_partition_index
                                     o7.error_code = s7_error_code
@@ -723,10 +705,7 @@ def _r_WriteTxnMarkersResponse_0(buf: Any, pos: int) -> tuple[WriteTxnMarkersRes
                                 s5_partitions = []
                                 add6 = s5_partitions.append
                                 for _ in range(n):
-                                    (
-                                        s8_partition_index,
-                                        s8_error_code,
-                                    ) = _F_ih.unpack_from(buf, pos)
+                                    (s8_partition_index, s8_error_code,) = _F_ih.unpack_from(buf, pos)
                                     pos += 6
                                     o8 = _new(_C_Response__WritableTxnMarkerPartitionResult)
                                     o8.partition_index = s8_partition_index
@@ -840,11 +819,7 @@ def _r_WriteTxnMarkersResponse_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRes
                                 s5_partitions = []
                                 add6 = s5_partitions.append
                                 for _ in range(n):
-                                    (
-                                        s8_partition_index,
-                                        s8_error_code,
-                                        t8,
-                                    ) = _F_ihB.unpack_from(buf, pos)
+                                    (s8_partition_index, s8_error_code, t8,) = _F_ihB.unpack_from(buf, pos)
                                     pos += 7
                                     u8 = _NO_TAGS
                                     if t8:
@@ -1068,8 +1043,8 @@ _C_Request__WritableTxnMarker = WriteTxnMarkersRequest.WritableTxnMarker
 
 WriteTxnMarkersRequest._FIELDS = (
     FieldInfo(
-        "markers",
-        "WritableTxnMarker",
+        'markers',
+        'WritableTxnMarker',
         _C_Request__WritableTxnMarker,
         True,
         VersionRange(0, 2),
@@ -1080,16 +1055,16 @@ WriteTxnMarkersRequest._FIELDS = (
     ),
 )
 _C_Request__WritableTxnMarkerTopic._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("partition_indexes", "int32", None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('partition_indexes', 'int32', None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 _C_Request__WritableTxnMarker._FIELDS = (
-    FieldInfo("producer_id", "int64", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("producer_epoch", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("transaction_result", "bool", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('producer_id', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('producer_epoch', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('transaction_result', 'bool', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "WritableTxnMarkerTopic",
+        'topics',
+        'WritableTxnMarkerTopic',
         _C_Request__WritableTxnMarkerTopic,
         True,
         VersionRange(0, 2),
@@ -1098,8 +1073,8 @@ _C_Request__WritableTxnMarker._FIELDS = (
         None,
         False,
     ),
-    FieldInfo("coordinator_epoch", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("transaction_version", "int8", None, False, VersionRange(2, 2), _NONE, _NONE, None, True),
+    FieldInfo('coordinator_epoch', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('transaction_version', 'int8', None, False, VersionRange(2, 2), _NONE, _NONE, None, True),
 )
 WriteTxnMarkersRequest._READERS = {
     0: _r_WriteTxnMarkersRequest_0,
@@ -1118,8 +1093,8 @@ _C_Response__WritableTxnMarkerResult = WriteTxnMarkersResponse.WritableTxnMarker
 
 WriteTxnMarkersResponse._FIELDS = (
     FieldInfo(
-        "markers",
-        "WritableTxnMarkerResult",
+        'markers',
+        'WritableTxnMarkerResult',
         _C_Response__WritableTxnMarkerResult,
         True,
         VersionRange(0, 2),
@@ -1130,14 +1105,14 @@ WriteTxnMarkersResponse._FIELDS = (
     ),
 )
 _C_Response__WritableTxnMarkerPartitionResult._FIELDS = (
-    FieldInfo("partition_index", "int32", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
-    FieldInfo("error_code", "int16", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
 _C_Response__WritableTxnMarkerTopicResult._FIELDS = (
-    FieldInfo("name", "string", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('name', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "partitions",
-        "WritableTxnMarkerPartitionResult",
+        'partitions',
+        'WritableTxnMarkerPartitionResult',
         _C_Response__WritableTxnMarkerPartitionResult,
         True,
         VersionRange(0, 2),
@@ -1148,10 +1123,10 @@ _C_Response__WritableTxnMarkerTopicResult._FIELDS = (
     ),
 )
 _C_Response__WritableTxnMarkerResult._FIELDS = (
-    FieldInfo("producer_id", "int64", None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
+    FieldInfo('producer_id', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo(
-        "topics",
-        "WritableTxnMarkerTopicResult",
+        'topics',
+        'WritableTxnMarkerTopicResult',
         _C_Response__WritableTxnMarkerTopicResult,
         True,
         VersionRange(0, 2),

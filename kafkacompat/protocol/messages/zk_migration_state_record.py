@@ -9,7 +9,7 @@ from kafkacompat.protocol import _wire
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["ZkMigrationStateRecord"]
+__all__ = ['ZkMigrationStateRecord']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
@@ -19,15 +19,15 @@ _NO_TAGS = _wire.EMPTY_TAGS
 
 
 class ZkMigrationStateRecord(KafkaMessage):
-    __slots__ = ("zk_migration_state",)
+    __slots__ = ('zk_migration_state',)
 
     def __init__(self, *, zk_migration_state: int = 0) -> None:
         self.zk_migration_state = zk_migration_state
         self._unknown_tags = _wire.EMPTY_TAGS
 
-    NAME = "ZkMigrationStateRecord"
+    NAME = 'ZkMigrationStateRecord'
     API_KEY = 21
-    MESSAGE_TYPE = "metadata"
+    MESSAGE_TYPE = 'metadata'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
@@ -35,10 +35,7 @@ class ZkMigrationStateRecord(KafkaMessage):
 def _r_ZkMigrationStateRecord_0(buf: Any, pos: int) -> tuple[ZkMigrationStateRecord, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
-        (
-            s1_zk_migration_state,
-            t1,
-        ) = _F_bB.unpack_from(buf, pos)
+        (s1_zk_migration_state, t1,) = _F_bB.unpack_from(buf, pos)
         pos += 2
         u1 = _NO_TAGS
         if t1:
@@ -70,8 +67,9 @@ def _w_ZkMigrationStateRecord_0(out: bytearray, o: ZkMigrationStateRecord) -> No
         raise EncodeError(f"cannot write ZkMigrationStateRecord: {exc}") from None
 
 
+
 ZkMigrationStateRecord._FIELDS = (
-    FieldInfo("zk_migration_state", "int8", None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
+    FieldInfo('zk_migration_state', 'int8', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 ZkMigrationStateRecord._READERS = {0: _r_ZkMigrationStateRecord_0}
 ZkMigrationStateRecord._WRITERS = {0: _w_ZkMigrationStateRecord_0}

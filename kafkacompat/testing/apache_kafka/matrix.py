@@ -36,7 +36,15 @@ from kafkacompat.testing.apache_kafka.matrix_checks import (
 from kafkacompat.testing.apache_kafka.matrix_probes import feature_upgrades, inspect_outputs, removed_versions
 from kafkacompat.testing.apache_kafka.raw_probe import ask_api_versions
 
-__all__ = ["LAST_PATCHES", "best_answer", "differences", "minor_of", "node_kind", "run_matrix"]
+__all__ = [
+    "LAST_PATCHES",
+    "best_answer",
+    "differences",
+    "measured_defaults",
+    "minor_of",
+    "node_kind",
+    "run_matrix",
+]
 
 #: The last patch of every minor release on Maven Central when this was written.
 LAST_PATCHES = (
@@ -264,6 +272,42 @@ def apply_to_release_table(records: list[dict[str, Any]], table: Path) -> list[s
     return changed
 
 
+def measured_defaults(records: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """minor -> the features a KRaft broker of it finalized right after format (split mode's broker).
+
+    From the fullest ApiVersions answer without error (v4 lists every feature, v3 only
+    metadata.version).  kraft.version is never among them: the quorum's version lives in the
+    raft log, and a static quorum (controller.quorum.voters, as the launcher writes) is at 0.
+    Releases before 3.3 finalize nothing (metadata.version came with KIP-778).
+    """
+    found: dict[str, dict[str, int]] = {}
+    for record in sorted(records, key=lambda r: _version(r["release"])):
+        if record["mode"] != "kraft-split" or not record["started"]:
+            continue
+        answer = best_answer(record["broker"])
+        if answer is not None and answer["finalized_features"]:
+            levels = {name: value[1] for name, value in sorted(answer["finalized_features"].items())}
+            found[minor_of(record["release"])] = levels
+    return found
+
+
+_DEFAULTS_SOURCE = (
+    "Measured: the features a broker of each release finalized right after format "
+    "(kafka-storage format with a fresh cluster id and a static controller quorum; "
+    "ApiVersions of the broker of make real-kafka's kraft-split run, tests/data/real_kafka). "
+    "kraft.version is not reported there and is 0 with a static quorum. Releases listed in "
+    "features-4.4.json's defaults are left to it."
+)
+
+
+def apply_defaults(records: list[dict[str, Any]], path: Path, known: set[str]) -> list[str]:
+    """Write the measured defaults of every release not in ``known`` to ``path`` (a feature input)."""
+    defaults = {minor: levels for minor, levels in measured_defaults(records).items() if minor not in known}
+    document = {"source": _DEFAULTS_SOURCE, "features": {}, "defaults": defaults}
+    path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    return [f"{minor}: {levels}" for minor, levels in defaults.items()]
+
+
 def _records(out: Path) -> list[dict[str, Any]]:
     return [json.loads(path.read_text(encoding="utf-8")) for path in sorted(out.glob("*.json"))]
 
@@ -288,7 +332,16 @@ def main(argv: list[str] | None = None) -> int:
         "--apply-to", type=Path, metavar="RELEASES_JSON",
         help="replace the release table's ranges (vendor/kafka-protocol/releases.json) by the recorded ones",
     )  # fmt: skip
+    parser.add_argument(
+        "--apply-defaults-to", type=Path, metavar="FEATURES_JSON",
+        help="write the features each KRaft release finalizes after format (vendor/kafka-protocol/"
+        "features-measured.json)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.apply_defaults_to is not None:
+        known = set(json.loads((args.apply_defaults_to.parent / "features-4.4.json").read_text())["defaults"])
+        print("\n".join(apply_defaults(_records(args.out), args.apply_defaults_to, known)))
+        return 0
     if args.apply_to is not None:
         print("\n".join(apply_to_release_table(_records(args.out), args.apply_to)))
         return 0

@@ -112,11 +112,7 @@ class EmulatedCluster:
         fault_list = list(faults)
         self.brokers = [
             EmulatedBroker(
-                node,
-                self.state,
-                faults=fault_list,
-                sasl=sasl,
-                handlers=handlers,
+                node, self.state, faults=fault_list, sasl=sasl, handlers=handlers,
                 allow_non_loopback=allow_non_loopback,
             )
             for node in nodes

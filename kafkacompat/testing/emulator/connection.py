@@ -83,9 +83,7 @@ __all__ = ["Connection", "RequestRecord"]
 
 # Plain ints from the enum: compared for every emulated request.
 SASL_HANDSHAKE, SASL_AUTHENTICATE, PRODUCE = (
-    int(ApiKey.SASL_HANDSHAKE),
-    int(ApiKey.SASL_AUTHENTICATE),
-    int(ApiKey.PRODUCE),
+    int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE), int(ApiKey.PRODUCE)
 )
 _HEAD = struct.Struct(">hhi")
 
@@ -180,9 +178,9 @@ class Connection:
             outcome = _Outcome(frame_v3, False, "answered: v3 body (Tansu)")
         else:
             outcome = self._process(api_key, version, correlation_id, client_id, frame)
-        self._record(
-            RequestRecord(self.node.node_id, api_key, version, correlation_id, client_id, outcome.note, fault)
-        )
+        self._record(RequestRecord(
+            self.node.node_id, api_key, version, correlation_id, client_id, outcome.note, fault
+        ))
         if fault is None:
             actions: list[Action] = [Send(outcome.reply)] if outcome.reply is not None else []
         else:
@@ -254,11 +252,9 @@ class Connection:
         low, high = (own.lowest, own.highest) if own is not None else (0, 0)
         reply = ApiVersionsResponse(
             error_code=35,
-            api_keys=[
-                ApiVersionsResponse.ApiVersion(
-                    api_key=API_VERSIONS_KEY, min_version=low, max_version=max(high, version)
-                )
-            ],
+            api_keys=[ApiVersionsResponse.ApiVersion(
+                api_key=API_VERSIONS_KEY, min_version=low, max_version=max(high, version)
+            )],
         )
         frame = framing.encode_response(reply, 0, correlation_id)
         return _Outcome(frame, False, "answered: hostile UNSUPPORTED_VERSION")

@@ -147,5 +147,7 @@ def _metadata_version_refusal(level: int, current: int, upgrade_type: int) -> st
     for between in range(level + 1, current + 1):
         known = EMULATOR_CATALOG.get(METADATA_VERSION, between)
         if known is None or known.metadata_changed is not False:
-            return f"the metadata format changed at level {between}, so this downgrade could lose metadata"
+            return (
+                f"the metadata format changed at level {between}, so this downgrade could lose metadata"
+            )
     return None

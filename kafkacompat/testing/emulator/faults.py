@@ -155,87 +155,53 @@ class Fault:
     # narrow each one as described above.
 
     @classmethod
-    def close(
-        cls, api_key: int | None = None, *, versions: Versions = None, skip: int = 0, times: int | None = None
-    ) -> Fault:
+    def close(cls, api_key: int | None = None, *, versions: Versions = None, skip: int = 0,
+              times: int | None = None) -> Fault:
         return cls(FaultKind.CLOSE, api_key, _range(versions), skip, times)
 
     @classmethod
-    def close_after_bytes(
-        cls,
-        nbytes: int,
-        api_key: int | None = None,
-        *,
-        versions: Versions = None,
-        skip: int = 0,
-        times: int | None = None,
-    ) -> Fault:
+    def close_after_bytes(cls, nbytes: int, api_key: int | None = None, *, versions: Versions = None,
+                          skip: int = 0, times: int | None = None) -> Fault:
         return cls(FaultKind.CLOSE_AFTER_BYTES, api_key, _range(versions), skip, times, nbytes=nbytes)
 
     @classmethod
-    def reset(
-        cls, api_key: int | None = None, *, versions: Versions = None, skip: int = 0, times: int | None = None
-    ) -> Fault:
+    def reset(cls, api_key: int | None = None, *, versions: Versions = None, skip: int = 0,
+              times: int | None = None) -> Fault:
         return cls(FaultKind.RESET, api_key, _range(versions), skip, times)
 
     @classmethod
-    def stall(
-        cls, api_key: int | None = None, *, versions: Versions = None, skip: int = 0, times: int | None = None
-    ) -> Fault:
+    def stall(cls, api_key: int | None = None, *, versions: Versions = None, skip: int = 0,
+              times: int | None = None) -> Fault:
         return cls(FaultKind.STALL, api_key, _range(versions), skip, times)
 
     @classmethod
-    def delay(
-        cls,
-        seconds: float,
-        api_key: int | None = None,
-        *,
-        versions: Versions = None,
-        skip: int = 0,
-        times: int | None = None,
-    ) -> Fault:
+    def delay(cls, seconds: float, api_key: int | None = None, *, versions: Versions = None,
+              skip: int = 0, times: int | None = None) -> Fault:
         return cls(FaultKind.DELAY, api_key, _range(versions), skip, times, seconds=seconds)
 
     @classmethod
-    def garbage(
-        cls,
-        payload: bytes = GARBAGE,
-        api_key: int | None = None,
-        *,
-        versions: Versions = None,
-        skip: int = 0,
-        times: int | None = None,
-    ) -> Fault:
+    def garbage(cls, payload: bytes = GARBAGE, api_key: int | None = None, *, versions: Versions = None,
+                skip: int = 0, times: int | None = None) -> Fault:
         return cls(FaultKind.GARBAGE, api_key, _range(versions), skip, times, payload=payload)
 
     @classmethod
-    def tls(
-        cls, api_key: int | None = None, *, versions: Versions = None, skip: int = 0, times: int | None = None
-    ) -> Fault:
+    def tls(cls, api_key: int | None = None, *, versions: Versions = None, skip: int = 0,
+            times: int | None = None) -> Fault:
         return cls(FaultKind.TLS, api_key, _range(versions), skip, times, payload=TLS_ALERT)
 
     @classmethod
-    def http(
-        cls, api_key: int | None = None, *, versions: Versions = None, skip: int = 0, times: int | None = None
-    ) -> Fault:
+    def http(cls, api_key: int | None = None, *, versions: Versions = None, skip: int = 0,
+             times: int | None = None) -> Fault:
         return cls(FaultKind.HTTP, api_key, _range(versions), skip, times, payload=HTTP_REPLY)
 
     @classmethod
-    def wrong_correlation_id(
-        cls,
-        offset: int = 1,
-        api_key: int | None = None,
-        *,
-        versions: Versions = None,
-        skip: int = 0,
-        times: int | None = None,
-    ) -> Fault:
+    def wrong_correlation_id(cls, offset: int = 1, api_key: int | None = None, *,
+                             versions: Versions = None, skip: int = 0, times: int | None = None) -> Fault:
         return cls(FaultKind.WRONG_CORRELATION_ID, api_key, _range(versions), skip, times, offset=offset)
 
     @classmethod
-    def hostile_unsupported_version(
-        cls, *, versions: Versions = None, skip: int = 0, times: int | None = None
-    ) -> Fault:
+    def hostile_unsupported_version(cls, *, versions: Versions = None, skip: int = 0,
+                                    times: int | None = None) -> Fault:
         return cls(FaultKind.HOSTILE_UNSUPPORTED_VERSION, API_VERSIONS_KEY, _range(versions), skip, times)
 
     @classmethod

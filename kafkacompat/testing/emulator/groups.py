@@ -170,20 +170,15 @@ def join_group(request: Request) -> KafkaMessage:
     coordinator.pending.discard(member_id)
     chosen = body.protocols[0] if body.protocols else None
     group.members[member_id] = Member(
-        member_id,
-        request.client_id or "",
-        body.group_instance_id if version >= 5 else None,
+        member_id, request.client_id or "", body.group_instance_id if version >= 5 else None,
         bytes(chosen.metadata) if chosen is not None else b"",
     )
     group.generation += 1
     group.protocol_type = body.protocol_type
     group.protocol_name = chosen.name if chosen is not None else ""
     response = JoinGroupResponse(
-        generation_id=group.generation,
-        protocol_type=group.protocol_type,
-        protocol_name=group.protocol_name,
-        leader=group.leader,
-        member_id=member_id,
+        generation_id=group.generation, protocol_type=group.protocol_type,
+        protocol_name=group.protocol_name, leader=group.leader, member_id=member_id,
     )
     if member_id == group.leader:
         response.members = [
@@ -206,8 +201,7 @@ def sync_group(request: Request) -> KafkaMessage:
             if given.member_id in group.members:
                 group.members[given.member_id].assignment = bytes(given.assignment)
     return SyncGroupResponse(
-        protocol_type=group.protocol_type,
-        protocol_name=group.protocol_name,
+        protocol_type=group.protocol_type, protocol_name=group.protocol_name,
         assignment=group.members[body.member_id].assignment,
     )
 
@@ -228,11 +222,9 @@ def leave_group(request: Request) -> KafkaMessage:
     results = []
     for member_id in leaving:
         gone = group is not None and group.members.pop(member_id, None) is not None
-        results.append(
-            LeaveGroupResponse.MemberResponse(
-                member_id=member_id, error_code=NONE if gone else UNKNOWN_MEMBER_ID
-            )
-        )
+        results.append(LeaveGroupResponse.MemberResponse(
+            member_id=member_id, error_code=NONE if gone else UNKNOWN_MEMBER_ID
+        ))
     if request.version <= 2:
         return LeaveGroupResponse(error_code=results[0].error_code)
     return LeaveGroupResponse(members=results)
@@ -252,9 +244,7 @@ def offset_commit(request: Request) -> KafkaMessage:
         for part in topic.partitions:
             committed = (part.committed_offset, part.committed_metadata)
             group.offsets[(topic.name, part.partition_index)] = committed
-            rows.append(
-                OffsetCommitResponse.OffsetCommitResponsePartition(partition_index=part.partition_index)
-            )
+            rows.append(OffsetCommitResponse.OffsetCommitResponsePartition(partition_index=part.partition_index))
         topics.append(OffsetCommitResponse.OffsetCommitResponseTopic(name=topic.name, partitions=rows))
     return OffsetCommitResponse(topics=topics)
 
@@ -281,43 +271,27 @@ def offset_fetch(request: Request) -> KafkaMessage:
                 None if asked.topics is None else [(t.name, list(t.partition_indexes)) for t in asked.topics]
             )
             rows = _fetched(_group(request, asked.group_id, create=False), wanted)
-            groups.append(
-                OffsetFetchResponse.OffsetFetchResponseGroup(
-                    group_id=asked.group_id,
-                    topics=[
-                        OffsetFetchResponse.OffsetFetchResponseTopics(
-                            name=name,
-                            partitions=[
-                                OffsetFetchResponse.OffsetFetchResponsePartitions(
-                                    partition_index=p,
-                                    committed_offset=offset,
-                                    metadata=meta,
-                                    committed_leader_epoch=-1,
-                                )
-                                for p, offset, meta in parts
-                            ],
-                        )
-                        for name, parts in rows
-                    ],
-                )
-            )
-        return OffsetFetchResponse(groups=groups)
-    wanted = None if body.topics is None else [(t.name, list(t.partition_indexes)) for t in body.topics]
-    rows = _fetched(_group(request, body.group_id, create=False), wanted)
-    return OffsetFetchResponse(
-        topics=[
-            OffsetFetchResponse.OffsetFetchResponseTopic(
-                name=name,
-                partitions=[
-                    OffsetFetchResponse.OffsetFetchResponsePartition(
+            groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(group_id=asked.group_id, topics=[
+                OffsetFetchResponse.OffsetFetchResponseTopics(name=name, partitions=[
+                    OffsetFetchResponse.OffsetFetchResponsePartitions(
                         partition_index=p, committed_offset=offset, metadata=meta, committed_leader_epoch=-1
                     )
                     for p, offset, meta in parts
-                ],
+                ])
+                for name, parts in rows
+            ]))
+        return OffsetFetchResponse(groups=groups)
+    wanted = None if body.topics is None else [(t.name, list(t.partition_indexes)) for t in body.topics]
+    rows = _fetched(_group(request, body.group_id, create=False), wanted)
+    return OffsetFetchResponse(topics=[
+        OffsetFetchResponse.OffsetFetchResponseTopic(name=name, partitions=[
+            OffsetFetchResponse.OffsetFetchResponsePartition(
+                partition_index=p, committed_offset=offset, metadata=meta, committed_leader_epoch=-1
             )
-            for name, parts in rows
-        ]
-    )
+            for p, offset, meta in parts
+        ])
+        for name, parts in rows
+    ])
 
 
 # -- admin ---------------------------------------------------------------------------------
@@ -337,12 +311,8 @@ def describe_groups(request: Request) -> KafkaMessage:
             row.protocol_data = group.protocol_name
             row.members = [
                 DescribeGroupsResponse.DescribedGroupMember(
-                    member_id=m.member_id,
-                    group_instance_id=m.group_instance_id,
-                    client_id=m.client_id,
-                    client_host="/127.0.0.1",
-                    member_metadata=m.metadata,
-                    member_assignment=m.assignment,
+                    member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+                    client_host="/127.0.0.1", member_metadata=m.metadata, member_assignment=m.assignment,
                 )
                 for m in group.members.values()
             ]
@@ -366,31 +336,24 @@ def consumer_group_describe(request: Request) -> KafkaMessage:
     body = request.body
     assert isinstance(body, ConsumerGroupDescribeRequest)
     enabled = _consumer_protocol_enabled(request)
-    return ConsumerGroupDescribeResponse(
-        groups=[
-            ConsumerGroupDescribeResponse.DescribedGroup(
-                group_id=group_id,
-                error_code=GROUP_ID_NOT_FOUND if enabled else UNSUPPORTED_VERSION,
-                error_message=f"Group {group_id} is not a consumer group." if enabled else None,
-            )
-            for group_id in body.group_ids
-        ]
-    )
+    return ConsumerGroupDescribeResponse(groups=[
+        ConsumerGroupDescribeResponse.DescribedGroup(
+            group_id=group_id, error_code=GROUP_ID_NOT_FOUND if enabled else UNSUPPORTED_VERSION,
+            error_message=f"Group {group_id} is not a consumer group." if enabled else None,
+        )
+        for group_id in body.group_ids
+    ])
 
 
 def list_groups(request: Request) -> KafkaMessage:
     groups = _coordinator(request.state).groups
-    return ListGroupsResponse(
-        groups=[
-            ListGroupsResponse.ListedGroup(
-                group_id=name,
-                protocol_type=group.protocol_type,
-                group_state=group.state_name,
-                group_type="classic",
-            )
-            for name, group in sorted(groups.items())
-        ]
-    )
+    return ListGroupsResponse(groups=[
+        ListGroupsResponse.ListedGroup(
+            group_id=name, protocol_type=group.protocol_type, group_state=group.state_name,
+            group_type="classic",
+        )
+        for name, group in sorted(groups.items())
+    ])
 
 
 def delete_groups(request: Request) -> KafkaMessage:
@@ -436,25 +399,20 @@ def add_partitions_to_txn(request: Request) -> KafkaMessage:
         topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic],
     ) -> list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]:
         return [
-            result_topic(
-                name=t.name,
-                results_by_partition=[
-                    result_partition(partition_index=p, partition_error_code=NONE) for p in t.partitions
-                ],
-            )
+            result_topic(name=t.name, results_by_partition=[
+                result_partition(partition_index=p, partition_error_code=NONE) for p in t.partitions
+            ])
             for t in topics
         ]
 
     if request.version <= 3:
         return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=echo(body.v3_and_below_topics))
-    return AddPartitionsToTxnResponse(
-        results_by_transaction=[
-            AddPartitionsToTxnResponse.AddPartitionsToTxnResult(
-                transactional_id=t.transactional_id, topic_results=echo(t.topics)
-            )
-            for t in body.transactions
-        ]
-    )
+    return AddPartitionsToTxnResponse(results_by_transaction=[
+        AddPartitionsToTxnResponse.AddPartitionsToTxnResult(
+            transactional_id=t.transactional_id, topic_results=echo(t.topics)
+        )
+        for t in body.transactions
+    ])
 
 
 def add_offsets_to_txn(request: Request) -> KafkaMessage:
@@ -471,17 +429,10 @@ def txn_offset_commit(request: Request) -> KafkaMessage:
         for part in topic.partitions:
             committed = (part.committed_offset, part.committed_metadata)
             group.offsets[(topic.name, part.partition_index)] = committed
-        topics.append(
-            TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(
-                name=topic.name,
-                partitions=[
-                    TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(
-                        partition_index=p.partition_index
-                    )
-                    for p in topic.partitions
-                ],
-            )
-        )
+        topics.append(TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(name=topic.name, partitions=[
+            TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(partition_index=p.partition_index)
+            for p in topic.partitions
+        ]))
     return TxnOffsetCommitResponse(topics=topics)
 
 

@@ -202,15 +202,10 @@ def _topic(state: ClusterState, name: str, version: int) -> MetadataResponse.Met
         leader = state.leader_for(name, index)
         leader_id = leader.node_id if leader is not None else -1
         replicas = [leader_id] if leader is not None else []
-        rows.append(
-            MetadataResponse.MetadataResponsePartition(
-                partition_index=index,
-                leader_id=leader_id,
-                leader_epoch=0,
-                replica_nodes=replicas,
-                isr_nodes=list(replicas),
-            )
-        )
+        rows.append(MetadataResponse.MetadataResponsePartition(
+            partition_index=index, leader_id=leader_id, leader_epoch=0,
+            replica_nodes=replicas, isr_nodes=list(replicas),
+        ))
     topic_id = state.topic_id(name) if version >= 10 else None
     topic = MetadataResponse.MetadataResponseTopic(name=name, partitions=rows)
     if topic_id is not None:
@@ -241,24 +236,15 @@ def find_coordinator(request: Request) -> KafkaMessage:
         coordinators = []
         for key in body.coordinator_keys:
             code, message, node = _coordinator(request.state, key, key_type)
-            coordinators.append(
-                FindCoordinatorResponse.Coordinator(
-                    key=key,
-                    node_id=node.node_id if node else -1,
-                    host=node.host if node else "",
-                    port=node.port if node else -1,
-                    error_code=code,
-                    error_message=message,
-                )
-            )
+            coordinators.append(FindCoordinatorResponse.Coordinator(
+                key=key, node_id=node.node_id if node else -1, host=node.host if node else "",
+                port=node.port if node else -1, error_code=code, error_message=message,
+            ))
         return FindCoordinatorResponse(coordinators=coordinators)
     code, message, node = _coordinator(request.state, body.key, key_type)
     return FindCoordinatorResponse(
-        error_code=code,
-        error_message=message if request.version >= 1 else None,
-        node_id=node.node_id if node else -1,
-        host=node.host if node else "",
-        port=node.port if node else -1,
+        error_code=code, error_message=message if request.version >= 1 else None,
+        node_id=node.node_id if node else -1, host=node.host if node else "", port=node.port if node else -1,
     )
 
 
@@ -310,8 +296,7 @@ def update_features_handler(request: Request) -> KafkaMessage:
     version = request.version
     updates = [
         FeatureUpdate(
-            u.feature,
-            u.max_version_level,
+            u.feature, u.max_version_level,
             u.upgrade_type if version >= 1 else (SAFE_DOWNGRADE if u.allow_downgrade else UPGRADE),
         )
         for u in body.feature_updates

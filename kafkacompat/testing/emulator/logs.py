@@ -203,9 +203,9 @@ def fetch(request: Request) -> KafkaMessage:
                 row.high_watermark = row.last_stable_offset = log.end
                 row.log_start_offset = log.start
             rows.append(row)
-        responses.append(
-            FetchResponse.FetchableTopicResponse(topic=topic.topic, topic_id=topic.topic_id, partitions=rows)
-        )
+        responses.append(FetchResponse.FetchableTopicResponse(
+            topic=topic.topic, topic_id=topic.topic_id, partitions=rows
+        ))
     return FetchResponse(responses=responses, session_id=0)
 
 
@@ -244,14 +244,12 @@ def offset_for_leader_epoch(request: Request) -> KafkaMessage:
         rows = []
         for part in topic.partitions:
             log = log_of(request.state, topic.topic, part.partition)
-            rows.append(
-                OffsetForLeaderEpochResponse.EpochEndOffset(
-                    partition=part.partition,
-                    error_code=NONE if log is not None else UNKNOWN_TOPIC_OR_PARTITION,
-                    leader_epoch=0 if log is not None else -1,
-                    end_offset=log.end if log is not None else -1,
-                )
-            )
+            rows.append(OffsetForLeaderEpochResponse.EpochEndOffset(
+                partition=part.partition,
+                error_code=NONE if log is not None else UNKNOWN_TOPIC_OR_PARTITION,
+                leader_epoch=0 if log is not None else -1,
+                end_offset=log.end if log is not None else -1,
+            ))
         result = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=topic.topic, partitions=rows)
         topics.append(result)
     return OffsetForLeaderEpochResponse(topics=topics)
@@ -288,8 +286,7 @@ def delete_topics(request: Request) -> KafkaMessage:
     state = request.state
     names = (
         [_topic_name(state, t.name, t.topic_id) for t in body.topics]
-        if request.version >= 6
-        else list(body.topic_names)
+        if request.version >= 6 else list(body.topic_names)
     )
     results = []
     for name in names:

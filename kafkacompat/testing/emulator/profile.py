@@ -112,31 +112,21 @@ def _extended_table() -> dict[str, tuple[FeatureLevelFact, ...]]:
     # kraft.version 1 (KIP-853) is bootstrapped with 3.9-IV0 (21); the table gives no level.
     table["kraft.version"] = tuple(
         fact._replace(bootstrap_metadata_version=fact.bootstrap_metadata_version or 21)
-        if fact.level == 1
-        else fact
+        if fact.level == 1 else fact
         for fact in table.get("kraft.version", (FeatureLevelFact(0, {}), FeatureLevelFact(1, {})))
     )
-    table.setdefault(
-        "eligible.leader.replicas.version",
-        (
-            FeatureLevelFact(0, {}),
-            FeatureLevelFact(1, {METADATA_VERSION: 24}, bootstrap_metadata_version=26),  # KIP-966
-        ),
-    )
-    table.setdefault(
-        "share.version",
-        (
-            FeatureLevelFact(0, {}),
-            FeatureLevelFact(1, {METADATA_VERSION: 27}, bootstrap_metadata_version=28),  # KIP-932
-        ),
-    )
-    table.setdefault(
-        "streams.version",
-        (
-            FeatureLevelFact(0, {}),
-            FeatureLevelFact(1, {}, bootstrap_metadata_version=29),  # KIP-1071
-        ),
-    )
+    table.setdefault("eligible.leader.replicas.version", (
+        FeatureLevelFact(0, {}),
+        FeatureLevelFact(1, {METADATA_VERSION: 24}, bootstrap_metadata_version=26),  # KIP-966
+    ))
+    table.setdefault("share.version", (
+        FeatureLevelFact(0, {}),
+        FeatureLevelFact(1, {METADATA_VERSION: 27}, bootstrap_metadata_version=28),  # KIP-932
+    ))
+    table.setdefault("streams.version", (
+        FeatureLevelFact(0, {}),
+        FeatureLevelFact(1, {}, bootstrap_metadata_version=29),  # KIP-1071
+    ))
     return table
 
 
@@ -177,12 +167,10 @@ def _production_level(feature: str, latest_mv: int) -> int:
 # Levels a release supports before the metadata.version that bootstraps them is production
 # (seen on the real releases: make real-kafka): the release lists them, a fresh cluster leaves
 # them at 0 until someone upgrades.
-_SUPPORTED_EARLY: Mapping[str, Mapping[int, tuple[int, ...]]] = MappingProxyType(
-    {
-        "eligible.leader.replicas.version": {1: (4, 0)},
-        "share.version": {1: (4, 1)},
-    }
-)
+_SUPPORTED_EARLY: Mapping[str, Mapping[int, tuple[int, ...]]] = MappingProxyType({
+    "eligible.leader.replicas.version": {1: (4, 0)},
+    "share.version": {1: (4, 1)},
+})
 
 
 def _supported_level(feature: str, latest_mv: int, version: tuple[int, ...]) -> int:
@@ -341,13 +329,8 @@ def custom_profile(
     }
     chosen_era = ApiVersionsEra(era) if era is not None else None
     return BrokerProfile(
-        None,
-        cast(Kind, kind),
-        ranges,
-        features,
-        dict(finalized_features or {}),
-        reports_finalized,
-        chosen_era,
+        None, cast(Kind, kind), ranges, features, dict(finalized_features or {}),
+        reports_finalized, chosen_era,
     )
 
 
