@@ -232,13 +232,19 @@ def _version(release: str) -> tuple[int, ...]:
     return tuple(int(part) for part in release.split("."))
 
 
-def measured_tables(records: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[dict[str, Any], str]]:
-    """(minor, kind) -> (the real answer, where it came from), preferring the split modes' pure nodes."""
+def measured_tables(
+    records: list[dict[str, Any]], last: tuple[int, ...] | None = _TABLE_LAST
+) -> dict[tuple[str, str], tuple[dict[str, Any], str]]:
+    """(minor, kind) -> (the real answer, where it came from), preferring the split modes' pure nodes.
+
+    Releases after ``last`` are left out (None: none is): releases.json holds up to 4.2, the
+    newer table generation (releases-4.3-4.4.json) the rest.
+    """
     found: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
     preference = {"zookeeper": 0, "kraft-split": 0, "kraft-combined": 1}
     ranked = sorted(records, key=lambda r: (preference[r["mode"]], _version(r["release"])))
     for record in ranked:
-        if not record["started"] or _version(minor_of(record["release"])) > _TABLE_LAST:
+        if not record["started"] or (last is not None and _version(minor_of(record["release"])) > last):
             continue
         for role in ("broker", "controller"):
             answer = best_answer(record.get(role, {}))

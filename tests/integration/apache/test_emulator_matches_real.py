@@ -1,7 +1,7 @@
 """Each emulated release answers the raw ApiVersions battery (v0 to v5) as the real release did.
 
 The real answers are the matrix's records (tests/data/real_kafka, ``make
-real-kafka``); no JVM runs here.  For every release up to 4.2 and every node
+real-kafka``); no JVM runs here.  For every release up to 4.4 and every node
 kind the matrix ran, the emulator of that release and kind is asked the same
 six requests: the same outcome (answered, closed, silent), the same error
 code, API ranges and features.  The finalized-features epoch is an offset of
@@ -23,7 +23,7 @@ from kafkacompat.testing.emulator import ThreadedCluster
 pytestmark = pytest.mark.broker
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "real_kafka"
-LAST_EMULATED = (4, 2)  # 4.3 and 4.4 profiles come with the newer table generation
+LAST_EMULATED = (4, 4)
 
 
 def _records() -> list[dict[str, Any]]:
@@ -31,7 +31,7 @@ def _records() -> list[dict[str, Any]]:
 
 
 def _cases() -> list[tuple[str, str, dict[str, Any]]]:
-    """Every pure node (a ZooKeeper broker, a split broker or controller) of a release up to 4.2."""
+    """Every pure node (a ZooKeeper broker, a split broker or controller) of a release up to 4.4."""
     cases = []
     for record in _records():
         minor = minor_of(record["release"])
