@@ -25,7 +25,7 @@ from typing import Any
 
 from kafkacompat.errors import BrokerStartError, EmulatorConfigError
 from kafkacompat.testing.apache_kafka.jars import parse_release
-from kafkacompat.testing.apache_kafka.launcher import ApacheKafka, modes_of
+from kafkacompat.testing.apache_kafka.launcher import MODES, ApacheKafka, modes_of
 from kafkacompat.testing.apache_kafka.matrix_checks import (
     SECURED_USERS,
     emulator_differences,
@@ -314,6 +314,33 @@ def apply_defaults(records: list[dict[str, Any]], path: Path, known: set[str]) -
     return [f"{minor}: {levels}" for minor, levels in defaults.items()]
 
 
+def start_table(records: list[dict[str, Any]]) -> list[str]:
+    """The start times as a Markdown table (docs/testing.md): release, artifact, Java, one column a mode."""
+    by_release: dict[str, dict[str, dict[str, Any]]] = {}
+    for record in records:
+        by_release.setdefault(record["release"], {})[record["mode"]] = record
+    lines = [
+        "| release | artifact | Java | zookeeper | kraft-combined | kraft-split |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for release in sorted(by_release, key=_version):
+        modes = by_release[release]
+        first = next(iter(modes.values()))
+        java = sorted({str(r["java"]) for r in modes.values() if r.get("java")})
+        cells = []
+        for mode in MODES:
+            found = modes.get(mode)
+            if found is None:
+                cells.append("-")
+            elif found["started"]:
+                cells.append(f"{found['startup_seconds']:.1f} s")
+            else:
+                cells.append("refused" if "can run only" in found.get("error", "") else "did not start")
+        artifact = str(first.get("artifact", "")).split(":")[1] if first.get("artifact") else "?"
+        lines.append(f"| {release} | {artifact} | {', '.join(java) or '-'} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def _records(out: Path) -> list[dict[str, Any]]:
     return [json.loads(path.read_text(encoding="utf-8")) for path in sorted(out.glob("*.json"))]
 
@@ -343,7 +370,13 @@ def main(argv: list[str] | None = None) -> int:
         help="write the features each KRaft release finalizes after format (vendor/kafka-protocol/"
         "features-measured.json)",
     )  # fmt: skip
+    parser.add_argument(
+        "--start-table", action="store_true", help="print the start times of --out as Markdown"
+    )
     args = parser.parse_args(argv)
+    if args.start_table:
+        print("\n".join(start_table(_records(args.out))))
+        return 0
     if args.apply_defaults_to is not None:
         known = set(json.loads((args.apply_defaults_to.parent / "features-4.4.json").read_text())["defaults"])
         print("\n".join(apply_defaults(_records(args.out), args.apply_defaults_to, known)))
