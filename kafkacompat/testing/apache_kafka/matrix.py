@@ -181,7 +181,8 @@ def summarize(record: dict[str, Any], *, emulator: bool = True) -> list[str]:
     """The lines the matrix prints for one record: the start, then every difference from the model."""
     head = f"{record['release']:>9} {record['mode']:<15}"
     if not record["started"]:
-        return [f"{head} did not start: {record.get('error', '?')}", f"    cause: {failure_cause(record)}"]
+        lines = [f"{head} did not start: {record.get('error', '?')}"]
+        return lines + ([f"    cause: {failure_cause(record)}"] if record.get("output") else [])
     java = f" on Java {record['java']}" if record.get("java") else ""
     lines = [f"{head} started in {record['startup_seconds']:.1f}s{java}"]
     if record.get("secured_start_error"):
