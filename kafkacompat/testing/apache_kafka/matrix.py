@@ -53,6 +53,7 @@ LAST_PATCHES = (
     "3.6.2", "3.7.2", "3.8.1", "3.9.2", "4.0.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0",
 )  # fmt: skip
 _EXCEPTION = re.compile(r"\b[\w.$]+(?:Exception|Error)\b(?::.*)?$")
+_NO_EXCEPTION = "no exception in its output"
 REQUEST_VERSIONS = range(6)  # ApiVersions v0 to v5: v5 is one no release knows yet
 
 
@@ -174,15 +175,17 @@ def failure_cause(record: dict[str, Any]) -> str:
         match = _EXCEPTION.search(line)
         if match and not line.lstrip().startswith("at "):
             return match.group(0)[:300]
-    return "no exception in its output"
+    return _NO_EXCEPTION
 
 
 def summarize(record: dict[str, Any], *, emulator: bool = True) -> list[str]:
     """The lines the matrix prints for one record: the start, then every difference from the model."""
     head = f"{record['release']:>9} {record['mode']:<15}"
     if not record["started"]:
-        lines = [f"{head} did not start: {record.get('error', '?')}"]
-        return lines + ([f"    cause: {failure_cause(record)}"] if record.get("output") else [])
+        cause = failure_cause(record)  # the node's exception; a refused cluster's cause is its error
+        return [f"{head} did not start: {record.get('error', '?')}"] + (
+            [f"    cause: {cause}"] if cause != _NO_EXCEPTION else []
+        )
     java = f" on Java {record['java']}" if record.get("java") else ""
     lines = [f"{head} started in {record['startup_seconds']:.1f}s{java}"]
     if record.get("secured_start_error"):
