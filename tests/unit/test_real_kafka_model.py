@@ -13,9 +13,10 @@ No JVM runs here: the records are the real answers.  Beside the API ranges
 - the defaults: what a real broker finalized right after format is
   ``FEATURE_DEFAULTS`` of its release (less kraft.version, which ApiVersions
   never reports);
-- the release guess: ``guess_release`` of each pure node's real ranges names
-  its release and kind exactly (KRaft broker 3.3/3.4 and controller 3.7/3.8
-  share one table each, and are named together);
+- the release guess: ``guess_release`` of each node's real ranges names its
+  release and kind exactly (KRaft broker 3.3/3.4 and controller 3.7/3.8 share
+  one table each, and are named together; the broker listener of a combined
+  3.0-3.2 node leaves out DescribeQuorum);
 - the start: every release and mode started, except the one refused with its
   cause (2.8's KRaft beyond a sole voter).
 """
@@ -134,16 +135,10 @@ def test_a_new_cluster_finalizes_the_release_defaults(record: dict[str, Any]) ->
     assert finalized == expected
 
 
-PURE_NODES = [
-    (r, role)
-    for r in STARTED
-    if r["mode"] != "kraft-combined"
-    for role in ("broker", "controller")
-    if role in r
-]
+NODES = [(r, role) for r in STARTED for role in ("broker", "controller") if role in r]
 
 
-@pytest.mark.parametrize(("record", "role"), PURE_NODES, ids=lambda v: v if isinstance(v, str) else _label(v))
+@pytest.mark.parametrize(("record", "role"), NODES, ids=lambda v: v if isinstance(v, str) else _label(v))
 def test_the_release_guess_names_each_real_release_exactly(record: dict[str, Any], role: str) -> None:
     answer = best_answer(record[role])
     assert answer is not None
