@@ -1,5 +1,8 @@
 """Rolling upgrades for real, with client traffic throughout: KRaft 3.9 to 4.0, ZooKeeper 2.8 to 3.0.
 
+The KRaft roll runs in make test; the ZooKeeper one is marked ``long`` and runs in
+``make real-kafka-rolling`` (make test's time budget).
+
 KRaft: three brokers and a controller of Kafka 3.9 are rolled to 4.0, the
 controller first, then each broker; every node comes back on its ports and
 data running 4.0.2.  ZooKeeper: three brokers of 2.8 (ZooKeeper stays) are
@@ -186,6 +189,7 @@ async def test_kraft_roll_3_9_to_4_0_under_traffic_then_finalize(kraft: ApacheKa
     assert {c.finalized_features[MV].highest for c in after} == {25}
 
 
+@pytest.mark.long  # make real-kafka-rolling, not make test (about 45 s)
 async def test_zookeeper_roll_2_8_to_3_0_under_traffic(zookeeper: ApacheKafka) -> None:
     logs = (TrafficLog("trio"), TrafficLog("asyncio"))
     first_stop, last_back = await _roll(zookeeper, ZK_TO, controllers_first=False, logs=logs)
