@@ -91,7 +91,7 @@ async def _roll(
     thread = asyncio_traffic(kafka.bootstrap, aio_log, stop_thread)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(trio_traffic, kafka.bootstrap, trio_log, stop, describe)
-        await trio.sleep(2.0)  # a few rounds on the old release
+        await trio.sleep(1.5)  # a few rounds on the old release
         if controllers_first:
             for node_id, _, _ in kafka.controller_endpoints:
                 await in_thread(kafka.stop_node, node_id)
@@ -102,11 +102,11 @@ async def _roll(
             await trio.sleep(1.0)  # traffic meets the missing node
             await in_thread(kafka.start_node, node_id, release)
             last_back = time.monotonic()
-            await trio.sleep(2.0)  # and the node that came back
+            await trio.sleep(1.0)  # and the node that came back
         if kafka.mode != "zookeeper":
             await in_thread(_finalize, kafka)
             describe.set()
-        await trio.sleep(2.0)
+        await trio.sleep(1.0)
         stop.set()
     stop_thread.set()
     await trio.to_thread.run_sync(thread.join, 60.0)
