@@ -30,7 +30,9 @@ from typing import Any
 import pytest
 
 from kafkacompat.negotiation.release_guess import guess_release
+from kafkacompat.protocol import messages
 from kafkacompat.protocol.versions import VersionRange
+from kafkacompat.reference.api_names import API_NAMES
 from kafkacompat.reference.features import FEATURE_DEFAULTS, FEATURES
 from kafkacompat.testing.apache_kafka.launcher import modes_of
 from kafkacompat.testing.apache_kafka.matrix import LAST_PATCHES, best_answer, minor_of, node_kind
@@ -147,3 +149,32 @@ def test_the_release_guess_names_each_real_release_exactly(record: dict[str, Any
     kind = node_kind(record["mode"], role)
     assert (guess.relation, guess.kind) == ("exact", kind), guess.text
     assert minor_of(record["release"]) in guess.releases, guess.text
+    labels = {f"{name}({key})": key for key, name in API_NAMES.items()}
+    for line in guess.evidence:  # a line naming an API the node advertised cites that range
+        label = line.split(" ", 1)[0].rstrip(":")
+        key = labels.get(label)
+        if key is not None and key in ranges:
+            assert line.startswith((f"{label}: {ranges[key]} here", f"{label} {ranges[key]} ")), line
+
+
+def _advertised_versions() -> dict[int, set[int]]:
+    found: dict[int, set[int]] = {}
+    for record in STARTED:
+        for role in ("broker", "controller"):
+            answer = best_answer(record[role]) if role in record else None
+            for key, (low, high) in (answer or {"apis": {}})["apis"].items():
+                found.setdefault(int(key), set()).update(range(low, high + 1))
+    return found
+
+
+ADVERTISED = _advertised_versions()
+
+
+@pytest.mark.parametrize("api_key", sorted(ADVERTISED), ids=lambda key: f"{API_NAMES.get(key, '?')}({key})")
+def test_the_codec_writes_and_reads_every_version_a_real_node_advertises(api_key: int) -> None:
+    request = getattr(messages, messages.CLASS_BY_KEY[(api_key, "request")])
+    response = getattr(messages, messages.CLASS_BY_KEY[(api_key, "response")])
+    for version in sorted(ADVERTISED[api_key]):
+        for message_type in (request, response):
+            body = message_type().encode(version)
+            assert message_type.decode(body, version).encode(version) == body, (message_type.NAME, version)
