@@ -33,7 +33,12 @@ from kafkacompat.testing.apache_kafka.matrix_checks import (
     removal_differences,
     secured_logins,
 )
-from kafkacompat.testing.apache_kafka.matrix_probes import feature_upgrades, inspect_outputs, removed_versions
+from kafkacompat.testing.apache_kafka.matrix_probes import (
+    controller_metadata,
+    feature_upgrades,
+    inspect_outputs,
+    removed_versions,
+)
 from kafkacompat.testing.apache_kafka.raw_probe import ask_api_versions
 
 __all__ = [
@@ -121,6 +126,9 @@ def record_release(release: str, mode: str) -> dict[str, Any]:
         if kafka.controller_endpoints:
             _, chost, cport = kafka.controller_endpoints[0]
             record["controller"] = _answers(chost, cport)
+            listed = (best_answer(record["controller"]) or {"apis": {}})["apis"].get("3")
+            if listed is not None:  # 2.8's controller still lists Metadata
+                record["controller_metadata"] = controller_metadata(chost, cport, listed[1])
         if parse_release(release) >= (4,):
             record["removed_versions"] = removed_versions(host, port)
         record["inspect"] = inspect_outputs(kafka)

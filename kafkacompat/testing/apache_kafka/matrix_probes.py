@@ -10,6 +10,8 @@
   (``reference.removals``) is sent, as a request with default fields, on a
   fresh connection; the record says whether the broker closed the
   connection, stayed silent, or answered (and with which error code).
+- ``controller_metadata``: what a controller that lists Metadata (2.8's)
+  answers to it, at v0 to its highest version, its own port as a placeholder.
 - ``inspect_outputs``: ``kafkacompat inspect``, text and JSON, with the
   cluster's ports and cluster id replaced by stable placeholders so the
   committed record does not change from run to run.
@@ -32,9 +34,17 @@ from kafkacompat.errors import KafkaCompatError
 from kafkacompat.protocol import framing, messages
 from kafkacompat.reference.removals import REMOVALS
 from kafkacompat.testing.apache_kafka.launcher import ApacheKafka
-from kafkacompat.testing.apache_kafka.raw_probe import ask_api_versions
+from kafkacompat.testing.apache_kafka.raw_probe import ask_api_versions, metadata
 
-__all__ = ["cli", "feature_upgrades", "inspect_outputs", "normalize", "removed_versions", "send_at_version"]
+__all__ = [
+    "cli",
+    "controller_metadata",
+    "feature_upgrades",
+    "inspect_outputs",
+    "normalize",
+    "removed_versions",
+    "send_at_version",
+]
 
 _CLI_TIMEOUT = 120.0
 _CLI_OPTIONS = ("--timeout", "5", "--retries", "2")
@@ -196,4 +206,29 @@ def removed_versions(host: str, port: int) -> dict[str, dict[str, Any]]:
     for api_key, fact in sorted(REMOVALS.items()):
         for version in range(fact.lowest, fact.highest + 1):
             found[f"{api_key}:{version}"] = send_at_version(host, port, api_key, version)
+    return found
+
+
+def controller_metadata(host: str, port: int, highest: int) -> dict[str, Any]:
+    """Metadata (no topics asked) from a controller listener at v0-``highest``, ports as placeholders."""
+    found: dict[str, Any] = {}
+    for version in range(highest + 1):
+        try:
+            answer = metadata(host, port, version, 0x4D00 + version, 5.0)
+        except (OSError, KafkaCompatError) as exc:
+            found[f"v{version}"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+            continue
+        found[f"v{version}"] = {
+            "brokers": [
+                {
+                    "node_id": b.node_id,
+                    "host": b.host,
+                    "port": "<this listener>" if b.port == port else b.port,
+                }
+                for b in answer.brokers
+            ],
+            "controller_id": answer.controller_id,
+            "reports_cluster_id": answer.cluster_id is not None,
+            "topics": len(answer.topics),
+        }
     return found

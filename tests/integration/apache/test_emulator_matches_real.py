@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from kafkacompat.testing.apache_kafka.matrix import REQUEST_VERSIONS, minor_of, node_kind
+from kafkacompat.testing.apache_kafka.matrix_probes import controller_metadata
 from kafkacompat.testing.apache_kafka.raw_probe import ask_api_versions
 from kafkacompat.testing.emulator import ThreadedCluster
 
@@ -110,3 +111,23 @@ def test_a_combined_node_answers_as_the_split_nodes_but_3_0_to_3_2_hide_describe
             del broker["55"]  # DescribeQuorum: only a broker-only node lists it there
         assert _apis(combined, "broker") == broker, release
     assert compared >= 15
+
+
+EARLY_CONTROLLERS = [r for r in _records() if "controller_metadata" in r]
+
+
+def test_the_early_controller_that_lists_metadata_is_recorded() -> None:
+    assert [r["release"] for r in EARLY_CONTROLLERS] == ["2.8.2"]  # 3.0 on: no Metadata on controllers
+
+
+@pytest.mark.parametrize("record", EARLY_CONTROLLERS, ids=lambda r: f"{r['release']}-{r['mode']}")
+def test_an_emulated_2_8_controller_answers_metadata_as_the_real_one(record: dict[str, Any]) -> None:
+    """Real 2.8.2: its voters as the brokers (localhost, the controller port), its id as controller."""
+    cluster = ThreadedCluster(f"{minor_of(record['release'])}/kraft-controller").start()
+    try:
+        host, port = cluster.bootstrap.rsplit(":", 1)
+        real = record["controller_metadata"]
+        highest = max(int(version[1:]) for version in real)
+        assert controller_metadata(host, int(port), highest) == real
+    finally:
+        cluster.close()
