@@ -11,6 +11,10 @@ the offsets topic is created (a first FindCoordinator does that) and every one
 of its partitions has a leader, so the battery sees a settled cluster, as a
 user's would be.
 
+The clusters one module changes (the scratch cluster of the feature upgrade,
+the rolling upgrades' clusters: ``MODULE_CLUSTERS``) come from the same pool,
+so they too start in the background while the tests before them run.
+
 Every cluster of the set also has the secured listeners: SASL_PLAINTEXT with
 PLAIN and SCRAM users (``USERS``; SCRAM users created through ZooKeeper on
 2.8, by ``format --add-scram`` on KRaft) and SSL with a CA made for it.
@@ -31,7 +35,20 @@ from kafkacompat.protocol.messages import FindCoordinatorRequest, FindCoordinato
 from kafkacompat.testing import ApacheKafka
 from tests.integration.cli.conftest import cli, run_cli
 
-__all__ = ["CI_SET", "USERS", "ClusterSpec", "apache_cluster", "cli", "run_cli", "started", "warm_up"]
+__all__ = [
+    "CI_SET",
+    "MODULE_CLUSTERS",
+    "USERS",
+    "ClusterSpec",
+    "apache_cluster",
+    "cli",
+    "kraft",
+    "run_cli",
+    "scratch",
+    "started",
+    "warm_up",
+    "zookeeper",
+]
 
 OFFSETS_PARTITIONS = 4  # offsets.topic.num.partitions the launcher sets
 _WARM_UP_SECONDS = 60.0
@@ -42,19 +59,25 @@ class ClusterSpec:
     release: str
     mode: str
     brokers: int = 1
+    secured: bool = True  # the SASL (PLAIN and SCRAM) and SSL listeners
+    features: tuple[tuple[str, int], ...] = ()  # KRaft format levels
+    broker_config: tuple[tuple[str, str], ...] = ()
 
     @property
     def label(self) -> str:
         return f"{self.release}-{self.mode}"
 
     def cluster(self) -> ApacheKafka:
+        users = USERS if self.secured else None
         return ApacheKafka(
             self.release,
             mode=self.mode,
             brokers=self.brokers,
-            sasl_plain_users=USERS,
-            sasl_scram_users=USERS,
-            ssl=True,
+            features=dict(self.features),
+            broker_config=dict(self.broker_config),
+            sasl_plain_users=users,
+            sasl_scram_users=users,
+            ssl=self.secured,
         )
 
 
@@ -72,6 +95,21 @@ CI_SET = (
 )
 
 
+# The clusters one module uses alone (each changes its cluster), by the name of its fixture.
+SCRATCH = ClusterSpec(
+    "4.0.2", "kraft-combined", secured=False, features=(("transaction.version", 0), ("group.version", 0))
+)
+ROLLING_KRAFT = ClusterSpec("3.9.2", "kraft-split", brokers=3, secured=False)
+ROLLING_ZOOKEEPER = ClusterSpec(
+    "2.8.2",
+    "zookeeper",
+    brokers=3,
+    secured=False,
+    broker_config=(("inter.broker.protocol.version", "2.8"), ("log.message.format.version", "2.8")),
+)
+MODULE_CLUSTERS = {"scratch": SCRATCH, "kraft": ROLLING_KRAFT, "zookeeper": ROLLING_ZOOKEEPER}
+
+
 def started(kafka: ApacheKafka) -> Iterator[ApacheKafka]:
     """Start ``kafka`` (a failure fails the test, never skips it), warm it up, stop it afterwards."""
     try:
@@ -85,7 +123,7 @@ def started(kafka: ApacheKafka) -> Iterator[ApacheKafka]:
 
 
 class _ClusterPool:
-    """The clusters of CI_SET, each started once; the next one starts while the current one serves."""
+    """The folder's clusters, each started once; the next one starts while the current one serves."""
 
     def __init__(self, order: list[ClusterSpec]) -> None:
         self._order = order  # the clusters the session's tests use, in the order they run
@@ -98,7 +136,7 @@ class _ClusterPool:
         return self._pending[spec]
 
     def take(self, spec: ClusterSpec) -> ApacheKafka:
-        """The started cluster of ``spec``; the one after it in CI_SET begins starting."""
+        """The started cluster of ``spec``; the one the tests use after it begins starting."""
         started_one = self._start(spec)
         following = self._order.index(spec) + 1 if spec in self._order else len(self._order)
         if following < len(self._order):
@@ -131,9 +169,11 @@ def _session_order(session: pytest.Session) -> list[ClusterSpec]:
     order: list[ClusterSpec] = []
     for item in session.items:
         callspec = getattr(item, "callspec", None)
-        spec = None if callspec is None else callspec.params.get("apache_cluster")
-        if isinstance(spec, ClusterSpec) and spec not in order:
-            order.append(spec)
+        used = [None if callspec is None else callspec.params.get("apache_cluster")]
+        used += [MODULE_CLUSTERS.get(name) for name in getattr(item, "fixturenames", ())]
+        for spec in used:
+            if isinstance(spec, ClusterSpec) and spec not in order:
+                order.append(spec)
     return order
 
 
@@ -153,6 +193,32 @@ def apache_cluster(request: pytest.FixtureRequest, _apache_pool: _ClusterPool) -
         yield kafka
     finally:
         kafka.stop()
+
+
+def _pooled(pool: _ClusterPool, spec: ClusterSpec) -> Iterator[ApacheKafka]:
+    kafka = pool.take(spec)
+    try:
+        yield kafka
+    finally:
+        kafka.stop()
+
+
+@pytest.fixture(scope="module")
+def scratch(_apache_pool: _ClusterPool) -> Iterator[ApacheKafka]:
+    """A 4.0.2 formatted at transaction.version 0 and group.version 0, for a real upgrade."""
+    yield from _pooled(_apache_pool, SCRATCH)
+
+
+@pytest.fixture(scope="module")
+def kraft(_apache_pool: _ClusterPool) -> Iterator[ApacheKafka]:
+    """Three brokers and a controller of 3.9.2, to roll to 4.0.2."""
+    yield from _pooled(_apache_pool, ROLLING_KRAFT)
+
+
+@pytest.fixture(scope="module")
+def zookeeper(_apache_pool: _ClusterPool) -> Iterator[ApacheKafka]:
+    """Three ZooKeeper-mode brokers of 2.8.2 (inter-broker protocol pinned at 2.8), to roll to 3.0.2."""
+    yield from _pooled(_apache_pool, ROLLING_ZOOKEEPER)
 
 
 def _java_hash(text: str) -> int:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 import trio
@@ -46,7 +45,6 @@ from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import KafkaCompatError
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.testing import ApacheKafka
-from tests.integration.apache.conftest import started
 from tests.integration.apache.rolling_traffic import (
     FIND_COORDINATOR,
     GROUPS,
@@ -63,17 +61,6 @@ pytestmark = pytest.mark.broker
 MV = "metadata.version"
 KRAFT_FROM, KRAFT_TO = "3.9.2", "4.0.2"
 ZK_FROM, ZK_TO = "2.8.2", "3.0.2"
-
-
-@pytest.fixture(scope="module")
-def kraft() -> Iterator[ApacheKafka]:
-    yield from started(ApacheKafka(KRAFT_FROM, mode="kraft-split", brokers=3))
-
-
-@pytest.fixture(scope="module")
-def zookeeper() -> Iterator[ApacheKafka]:
-    pinned = {"inter.broker.protocol.version": "2.8", "log.message.format.version": "2.8"}
-    yield from started(ApacheKafka(ZK_FROM, mode="zookeeper", brokers=3, broker_config=pinned))
 
 
 def _probe(port: int) -> BrokerCapabilities:
