@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from kafkacompat.testing.apache_kafka.matrix import REQUEST_VERSIONS, minor_of, node_kind
+from kafkacompat.testing.apache_kafka.matrix_checks import comparable
 from kafkacompat.testing.apache_kafka.matrix_probes import controller_metadata
 from kafkacompat.testing.apache_kafka.raw_probe import ask_api_versions
 from kafkacompat.testing.emulator import ThreadedCluster
@@ -60,21 +61,6 @@ def _cases() -> list[tuple[str, str, dict[str, Any]]]:
 CASES = _cases()
 
 
-def _comparable(answer: dict[str, Any]) -> dict[str, Any]:
-    decoded = answer.get("decoded")
-    if decoded is None:
-        return {"outcome": answer["outcome"]}
-    return {
-        "outcome": answer["outcome"],
-        "decoded_as": answer.get("decoded_as"),
-        "error_code": decoded["error_code"],
-        "apis": decoded["apis"],
-        "supported_features": decoded["supported_features"],
-        "finalized_features": decoded["finalized_features"],
-        "reports_epoch": decoded["finalized_features_epoch"] >= 0,
-    }
-
-
 def test_there_are_real_answers_to_hold_the_emulator_to() -> None:
     assert len(CASES) >= 40
 
@@ -87,7 +73,7 @@ def test_the_emulator_answers_as_the_real_release(label: str, kind: str, real: d
         host, port = cluster.bootstrap.rsplit(":", 1)
         for version in REQUEST_VERSIONS:
             emulated = ask_api_versions(host, int(port), version, timeout=2.0)
-            assert _comparable(emulated) == _comparable(real[f"v{version}"]), f"ApiVersions v{version}"
+            assert comparable(emulated) == comparable(real[f"v{version}"]), f"ApiVersions v{version}"
     finally:
         cluster.close()
 
