@@ -11,8 +11,9 @@ No JVM runs here: the records are the real answers.  Beside the API ranges
   level kafkacompat knows, and a release's newest metadata.version is named
   for that release;
 - the defaults: what a real broker finalized right after format is
-  ``FEATURE_DEFAULTS`` of its release (less kraft.version, which ApiVersions
-  never reports);
+  ``FEATURE_DEFAULTS`` of its release (less kraft.version: a static quorum, as
+  the launcher writes, formats it at 0, where 4.3's and 4.4's defaults hold 1,
+  the dynamic-quorum default);
 - the release guess: ``guess_release`` of each node's real ranges names its
   release and kind exactly (KRaft broker 3.3/3.4 and controller 3.7/3.8 share
   one table each, and are named together; the broker listener of a combined

@@ -294,9 +294,10 @@ def measured_defaults(records: list[dict[str, Any]]) -> dict[str, dict[str, int]
     """minor -> the features a KRaft broker of it finalized right after format (split mode's broker).
 
     From the fullest ApiVersions answer without error (v4 lists every feature, v3 only
-    metadata.version).  kraft.version is never among them: the quorum's version lives in the
-    raft log, and a static quorum (controller.quorum.voters, as the launcher writes) is at 0.
-    Releases before 3.3 finalize nothing (metadata.version came with KIP-778).
+    metadata.version).  kraft.version is not among them: a static quorum
+    (controller.quorum.voters, as the launcher writes) is formatted at level 0, which is not
+    listed (after an upgrade to 1, 3.9 and 4.1-4.4 list it; 4.0.2 does not).  Releases before
+    3.3 finalize nothing (metadata.version came with KIP-778).
     """
     found: dict[str, dict[str, int]] = {}
     for record in sorted(records, key=lambda r: _version(r["release"])):
@@ -313,7 +314,7 @@ _DEFAULTS_SOURCE = (
     "Measured: the features a broker of each release finalized right after format "
     "(kafka-storage format with a fresh cluster id and a static controller quorum; "
     "ApiVersions of the broker of make real-kafka's kraft-split run, tests/data/real_kafka). "
-    "kraft.version is not reported there and is 0 with a static quorum. Releases listed in "
+    "kraft.version is 0 with a static quorum, so not listed. Releases listed in "
     "features-4.4.json's defaults are left to it."
 )
 
