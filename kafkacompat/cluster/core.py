@@ -381,6 +381,8 @@ class ClusterCore(Generic[ConnT]):
             return adopted  # the bootstrap connection answered from the node's new address
         broker = self.brokers.get(stale.node_id)
         if broker is None or (broker.address == stale.address and self._cluster_known() == cluster_before):
+            where = "names it no more" if broker is None else f"still puts it at {stale.address}"
+            error.add_note(f"bootstrapped again for node {stale.node_id}: Metadata {where}")
             raise error
         return await self._open_node(broker, None, deadline)
 
