@@ -37,6 +37,7 @@ from kafkacompat.negotiation.fanout import fanout_error, fanout_split
 from kafkacompat.negotiation.peer_kind import TLS_LISTENER, PeerKind, PeerVerdict
 from kafkacompat.protocol.messages import ApiKey
 from kafkacompat.transport.cluster import BrokerAddress, Cluster, connect
+from kafkacompat.transport.connection import BrokerConnection
 
 __all__ = ["execute", "probe", "probe_cluster", "run_async", "with_cluster"]
 
@@ -161,19 +162,16 @@ async def _probe_one(cluster: Cluster, broker: BrokerAddress) -> BrokerProbe:
     )
 
 
-def _client_checked_cluster(cluster: Cluster, conn: NodeConnection) -> str | None:
+def _client_checked_cluster(cluster: Cluster, conn: BrokerConnection) -> str | None:
     """The cluster id the client itself checked ``conn`` against (KIP-1242 client side), or None.
 
-    Only an expected cluster id makes a check: the bootstrap connection's Metadata was
-    compared with it, and with ``misrouting_check="every-connection"`` (what
-    ``--expect-cluster-id`` sets) every other connection the broker did not confirm was
-    checked by a Metadata read of its own before it was handed out.
+    Only an expected cluster id makes it worth saying: the bootstrap connection's
+    Metadata was compared with it, and with ``misrouting_check="every-connection"`` (what
+    ``--expect-cluster-id`` sets) every other connection the broker did not confirm.
     """
-    expected = cluster.config.handshake.expected_cluster_id
-    if expected is None or confirmed_by_broker(conn):
+    if cluster.config.handshake.expected_cluster_id is None or confirmed_by_broker(conn):
         return None
-    bootstrap = getattr(conn, "identity", None) is None  # the adopted bootstrap connection
-    return expected if bootstrap or cluster.config.misrouting_check == "every-connection" else None
+    return cluster.checked_by_client(conn)
 
 
 def _may_confirm(cluster: Cluster, conn: NodeConnection, capabilities: BrokerCapabilities) -> bool:

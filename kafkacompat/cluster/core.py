@@ -35,7 +35,7 @@ from kafkacompat.cluster.features_admin import (
     describe_features,
     update_features,
 )
-from kafkacompat.cluster.misrouting import check_answer_source, needs_own_check
+from kafkacompat.cluster.misrouting import ClientChecks, check_answer_source, needs_own_check
 from kafkacompat.cluster.retries import retrying
 from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import (
@@ -91,6 +91,7 @@ class ClusterCore(Generic[ConnT]):
         self._retired_changes: list[CapabilityChange] = []
         # KIP-1242: each address's advertised ApiVersions max, for the next connection to it
         self._api_versions_memory = ApiVersionsMemory()
+        self._client_checks = ClientChecks()  # KIP-1242 done client side: which connections, which cluster
         self._closed = False
 
     def __repr__(self) -> str:
@@ -125,6 +126,11 @@ class ClusterCore(Generic[ConnT]):
         """Capability changes seen on reconnections, oldest first per connection."""
         current = [change for conn in self._connections.values() for change in conn.changes]
         return (*self._retired_changes, *current)
+
+    def checked_by_client(self, conn: ConnT) -> str | None:
+        """The cluster id this layer itself found ``conn``'s broker to belong to, from Metadata read
+        on it (the misrouting check, ``cluster.misrouting``), or None when it compared none."""
+        return self._client_checks.cluster_of(conn)
 
     def connected(self) -> Mapping[int, ConnT]:
         """The connections that are open and negotiated now, by node id."""
@@ -263,7 +269,7 @@ class ClusterCore(Generic[ConnT]):
                 log.info("metadata refresh from node %s failed: %s", node_id, exc)
                 continue
             try:
-                check_answer_source(conn, metadata, self._cluster_known())
+                self._client_checks.record(conn, check_answer_source(conn, metadata, self._cluster_known()))
             except ClusterMismatchError as exc:
                 return await self._rebootstrapped_by_answer(node_id, conn, exc)
             await self._apply(metadata)
@@ -403,7 +409,8 @@ class ClusterCore(Generic[ConnT]):
         read of its own when its broker did not confirm its identity (``cluster.misrouting``)."""
         if needs_own_check(conn):
             try:
-                check_answer_source(conn, await self._discover(conn), self._cluster_known())
+                answer = await self._discover(conn)
+                self._client_checks.record(conn, check_answer_source(conn, answer, self._cluster_known()))
             except ClusterMismatchError:
                 await conn.aclose()
                 raise
@@ -436,7 +443,7 @@ class ClusterCore(Generic[ConnT]):
                 await self._backend.open(conn)
                 metadata = await self._discover(conn)
                 # the client-side misrouting check: the cluster Metadata names is the one expected
-                check_answer_source(conn, metadata, None)
+                self._client_checks.record(conn, check_answer_source(conn, metadata, None))
             except KafkaCompatError as exc:
                 await conn.aclose()
                 reasons[label] = exc

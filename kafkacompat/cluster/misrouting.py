@@ -29,31 +29,38 @@ retrying the address (``ClusterCore._rebootstrapped``).
 
 from __future__ import annotations
 
+import weakref
+
 from kafkacompat.cluster.backend import NodeConnection
 from kafkacompat.cluster.discovery import ClusterMetadata
 from kafkacompat.negotiation.handshake_identity import check_cluster_id, check_node_at_address
 from kafkacompat.negotiation.node_role import looks_like_controller
 
-__all__ = ["check_answer_source", "confirmed_by_broker", "needs_own_check"]
+__all__ = ["ClientChecks", "check_answer_source", "confirmed_by_broker", "needs_own_check"]
 
 
-def check_answer_source(conn: NodeConnection, answer: ClusterMetadata, known_cluster_id: str | None) -> None:
+def check_answer_source(
+    conn: NodeConnection, answer: ClusterMetadata, known_cluster_id: str | None
+) -> str | None:
     """Raise ``ClusterMismatchError`` when ``answer``, read on ``conn``, shows ``conn`` misrouted.
 
     ``known_cluster_id``: the cluster the connection meant (the user's expectation,
     else the one discovered).  A bootstrap connection (no node id) meant no node.
+    Returns the cluster id ``conn`` was found to belong to (None: none was compared).
+    With ``misrouting_check="off"`` only an explicit ``expected_cluster_id`` is compared.
     """
-    if conn.config.misrouting_check == "off":
-        return
-    expected = conn.config.handshake.expected_cluster_id or known_cluster_id
+    by_user = conn.config.handshake.expected_cluster_id
+    expected = by_user if conn.config.misrouting_check == "off" else by_user or known_cluster_id
     check_cluster_id(expected, answer.cluster_id, node=conn.node)
-    if conn.node_id is None or answer.source == "ApiVersions":  # no node meant, or none named
-        return
+    compared = expected if answer.cluster_id is not None else None
+    if conn.config.misrouting_check == "off" or conn.node_id is None or answer.source == "ApiVersions":
+        return compared  # the node is not checked: none was meant, or the answer names none
     named = [(b.node_id, b.host, b.port) for b in answer.brokers.values()]
     what = f"{answer.source} v{answer.metadata_version}"
     check_node_at_address(
         conn.node_id, (conn.host, conn.port), named, node=conn.node, cluster_id=answer.cluster_id, answer=what
     )
+    return compared
 
 
 def confirmed_by_broker(conn: NodeConnection) -> bool:
@@ -71,3 +78,19 @@ def needs_own_check(conn: NodeConnection) -> bool:
         and conn.node_id is not None
         and not confirmed_by_broker(conn)
     )
+
+
+class ClientChecks:
+    """Which open connections the cluster layer checked itself, and against which cluster id."""
+
+    __slots__ = ("_checked",)
+
+    def __init__(self) -> None:
+        self._checked: weakref.WeakKeyDictionary[NodeConnection, str] = weakref.WeakKeyDictionary()
+
+    def record(self, conn: NodeConnection, cluster_id: str | None) -> None:
+        if cluster_id is not None:
+            self._checked[conn] = cluster_id
+
+    def cluster_of(self, conn: NodeConnection) -> str | None:
+        return self._checked.get(conn)
