@@ -4,7 +4,8 @@
   ``libs/`` of an Apache Kafka release (its ``kafka-clients`` jar and what that needs),
   fetched by the testing kit (``release_home``), so the client is the release's own.
 - franz-go: ``handshake_peers/franz_go/main.go`` built as a module of its own through
-  the Go module proxy, ``GOMODCACHE`` in the cache next to the profiles' Go modules.
+  the Go module proxy, with the profiles' Go environment (``installs.go_env``: the
+  module and build caches in the kafkacompat cache).
 - kcl: ``go install github.com/twmb/kcl@KCL_VERSION``.  ``kcl()`` says why it cannot
   be had when it cannot (the command's own last words).
 
@@ -17,13 +18,13 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import os
 import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 from kafkacompat._cache import cache_root
+from kafkacompat.profiles.installs import go_env
 from kafkacompat.testing.apache_kafka.jars import java_for, release_home
 
 __all__ = ["FRANZ_GO", "KCL_VERSION", "PeerBuildError", "franz_go", "java_peer", "kcl"]
@@ -90,26 +91,13 @@ def java_peer(release: str) -> list[str]:
     return [java, "-Xmx128m", "-XX:+UseSerialGC", "-cp", f"{classes}:{libs}", "HandshakeRounds"]
 
 
-def _go_env() -> dict[str, str]:
-    root = cache_root() / "go"  # the module cache the profiles' Go clients use too
-    return {
-        **os.environ,
-        "GOPATH": str(root / "path"),
-        "GOMODCACHE": str(root / "mod"),
-        "GOCACHE": str(root / "build"),
-        "GOFLAGS": "-mod=mod",
-        "GOTOOLCHAIN": "local",
-        "CGO_ENABLED": "0",
-    }
-
-
 def franz_go() -> Path:
     """The built franz-go peer (a binary taking the seed broker and the rounds)."""
     source = SOURCES / "franz_go" / "main.go"
     franz, kadm = FRANZ_GO
 
     def build(folder: Path) -> None:
-        env = _go_env()
+        env = go_env(cache_root())
         shutil.copy(source, folder / "main.go")
         _run(["go", "mod", "init", "kafkacompat.bench/franzgo"], cwd=folder, env=env)
         _run(
@@ -129,7 +117,7 @@ def kcl() -> Path:
     """kcl itself, ``go install``-ed into the cache."""
 
     def build(folder: Path) -> None:
-        env = {**_go_env(), "GOBIN": str(folder)}
+        env = {**go_env(cache_root()), "GOBIN": str(folder)}
         _run(["go", "install", f"github.com/twmb/kcl@{KCL_VERSION}"], env=env)
 
     return _built(cache_root() / "bench" / "go" / f"kcl-{KCL_VERSION}", KCL_VERSION, build) / "kcl"

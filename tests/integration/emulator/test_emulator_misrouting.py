@@ -79,24 +79,30 @@ def _swap(emulated: Any) -> Any:
     return swap
 
 
+async def _close_all(cluster: Any) -> None:
+    for conn in list(cluster.connected().values()):
+        await conn.aclose()
+
+
+async def _node_1_after_a_swap(side: Side, emulated: Any, config: ConnectionConfig) -> Any:
+    """Open both nodes, swap their ids, reconnect node 1: it must be found at node 2's old address."""
+    async with side.connect(emulated.brokers[0].address, config) as cluster:
+        before = await _open_both(cluster)
+        await side.in_trio(_swap(emulated))
+        await _close_all(cluster)
+        conn = await cluster.connection(1)
+        assert (conn.host, conn.port) == before[2]
+        assert addresses(cluster) == {1: before[2], 2: before[1]}
+        await cluster.request(1, MetadataRequest(topics=[]))
+        return conn
+
+
 async def test_every_connection_checks_a_broker_that_cannot_and_finds_the_node_again(
     emulated_cluster: Any, driver: Driver
 ) -> None:
     emulated = await emulated_cluster(["4.3/kraft-broker", "4.3/kraft-broker"])
-
-    async def body(side: Side) -> None:
-        async with side.connect(emulated.brokers[0].address, EVERY) as cluster:
-            before = await _open_both(cluster)
-            await side.in_trio(_swap(emulated))
-            for conn in list(cluster.connected().values()):
-                await conn.aclose()
-            conn = await cluster.connection(1)
-            assert (conn.host, conn.port) == before[2]
-            assert addresses(cluster) == {1: before[2], 2: before[1]}
-            await cluster.request(1, MetadataRequest(topics=[]))
-
     with trio.fail_after(30):
-        await driver.run(body)
+        await driver.run(lambda side: _node_1_after_a_swap(side, emulated, EVERY))
     misrouted = [r for r in emulated.brokers[0].requests if r.api_key == METADATA and r.node_id == 2]
     assert misrouted, "the connection meant for node 1 read Metadata from the broker now node 2"
 
@@ -107,15 +113,13 @@ async def test_the_default_check_costs_no_round_trip_on_a_new_connection(emulate
         async with kafkacompat.connect(emulated.brokers[0].address, CONFIG) as cluster:
             await _open_both(cluster)
             before = metadata_requests(emulated)
-            for conn in list(cluster.connected().values()):
-                await conn.aclose()
+            await _close_all(cluster)
             await _open_both(cluster)
             assert metadata_requests(emulated) == before  # ApiVersions only, as before KIP-1242
         async with kafkacompat.connect(emulated.brokers[0].address, EVERY) as cluster:
             await _open_both(cluster)
             before = metadata_requests(emulated)
-            for conn in list(cluster.connected().values()):
-                await conn.aclose()
+            await _close_all(cluster)
             await _open_both(cluster)
             assert metadata_requests(emulated) == before + 2  # one Metadata per 4.3 connection
 
@@ -126,8 +130,7 @@ async def test_every_connection_costs_nothing_on_a_broker_that_confirms(emulated
         async with kafkacompat.connect(emulated.brokers[0].address, EVERY) as cluster:
             await _open_both(cluster)
             before = metadata_requests(emulated)
-            for conn in list(cluster.connected().values()):
-                await conn.aclose()
+            await _close_all(cluster)
             opened = [await cluster.connection(n) for n in sorted(cluster.brokers)]
             assert all(c.handshake.transcript.identity_sent is not None for c in opened)
             assert metadata_requests(emulated) == before  # the broker confirmed at v5
@@ -137,19 +140,9 @@ async def test_a_44_broker_refuses_the_old_identity_and_the_node_is_found_again(
     emulated_cluster: Any, driver: Driver
 ) -> None:
     emulated = await emulated_cluster(["4.4/kraft-broker", "4.4/kraft-broker"])
-
-    async def body(side: Side) -> None:
-        async with side.connect(emulated.brokers[0].address, CONFIG) as cluster:
-            before = await _open_both(cluster)
-            await side.in_trio(_swap(emulated))
-            for conn in list(cluster.connected().values()):
-                await conn.aclose()
-            conn = await cluster.connection(1)
-            assert (conn.host, conn.port) == before[2]
-            assert conn.handshake.transcript.identity_sent.node_id == 1
-
     with trio.fail_after(30):
-        await driver.run(body)
+        conn = await driver.run(lambda side: _node_1_after_a_swap(side, emulated, CONFIG))
+    assert conn.handshake.transcript.identity_sent.node_id == 1
     refused = [r for r in emulated.brokers[0].requests if r.api_key == API_VERSIONS and "129" in r.outcome]
     assert refused, [r.outcome for r in emulated.brokers[0].requests if r.api_key == API_VERSIONS]
 
