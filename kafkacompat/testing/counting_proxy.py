@@ -35,6 +35,7 @@ from typing import Any, Self
 from kafkacompat.errors import BrokerStartError, KafkaCompatError
 from kafkacompat.protocol import framing
 from kafkacompat.protocol.messages import (
+    ApiKey,
     ApiVersionsRequest,
     DescribeClusterResponse,
     FindCoordinatorResponse,
@@ -43,7 +44,8 @@ from kafkacompat.protocol.messages import (
 
 __all__ = ["Connection", "CountingProxy", "Exchange"]
 
-_API_VERSIONS, _METADATA, _FIND_COORDINATOR, _DESCRIBE_CLUSTER = 18, 3, 10, 60
+_API_VERSIONS, _METADATA = ApiKey.API_VERSIONS, ApiKey.METADATA
+_FIND_COORDINATOR, _DESCRIBE_CLUSTER = ApiKey.FIND_COORDINATOR, ApiKey.DESCRIBE_CLUSTER
 _REWRITTEN: dict[int, Any] = {
     _METADATA: MetadataResponse,
     _FIND_COORDINATOR: FindCoordinatorResponse,
