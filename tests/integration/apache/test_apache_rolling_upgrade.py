@@ -121,7 +121,8 @@ def _check_traffic(
     # Picks follow each node, and never go back.
     for node_id in brokers:
         picks = log.picks_of(node_id, api_key)
-        assert picks[0] == old_pick and picks[-1] == new_pick, (log.driver, node_id, picks)
+        seen = [c.describe() for c in log.changes]  # how the node was negotiated on each reconnection
+        assert picks[0] == old_pick and picks[-1] == new_pick, (log.driver, node_id, picks, seen)
         first_new = picks.index(new_pick)
         assert set(picks[first_new:]) == {new_pick}, (log.driver, node_id, picks)
     assert _mixed(log, api_key), f"{log.driver}: no moment saw the cluster mixed"
