@@ -83,10 +83,12 @@ def current() -> CodecPath:
 def describe() -> str:
     """One line: the path in use, and why when it is the Python one."""
     if _path == NATIVE:
-        return "native reader (C extension kafkacompat.protocol._native)"
+        return "native, C extension kafkacompat.protocol._native"
     if _UNAVAILABLE is not None:
-        return f"pure Python ({_UNAVAILABLE})"
-    return f"pure Python (chosen: {ENV}=pure or codec_path.use('pure'))"
+        return f"pure Python; {_UNAVAILABLE}"
+    if os.environ.get(ENV) == PURE:
+        return f"pure Python, chosen by {ENV}=pure"
+    return "pure Python, chosen by codec_path.use('pure')"
 
 
 def use(path: CodecPath) -> None:
