@@ -49,7 +49,7 @@ B = TypeVar("B", bound=BrokerProcess)
 
 @pytest.fixture(params=PATHS)
 def each_codec_path(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Runs the test on the native reader, then on the generated Python readers (tests/support/codec_paths)."""
+    """The test on the native reader, then on the generated Python readers (tests/support/codec_paths)."""
     path = request.param
     if path == "native" and codec_path.native_unavailable() is not None:
         reason = codec_path.native_unavailable()

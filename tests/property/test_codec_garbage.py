@@ -21,6 +21,8 @@ from tests.support.codec_strategies import all_message_classes, instances
 
 # On the native reader and on the generated Python readers (tests/support/codec_paths.py).
 pytestmark = pytest.mark.usefixtures("each_codec_path")
+# The path fixture is set once per test, not per example: that is what it is for.
+SUPPRESSED = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 
 CLASSES = all_message_classes()
 
@@ -35,7 +37,7 @@ def _decode_or_decode_error(cls: type[KafkaMessage], data: bytes, version: int) 
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=[c.NAME for c in CLASSES])
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=SUPPRESSED)
 @given(data=st.data(), garbage=st.binary(max_size=64))
 def test_random_bytes(cls: type[KafkaMessage], data: Any, garbage: bytes) -> None:
     version = data.draw(st.sampled_from(list(cls.VALID_VERSIONS)))
@@ -43,7 +45,7 @@ def test_random_bytes(cls: type[KafkaMessage], data: Any, garbage: bytes) -> Non
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=[c.NAME for c in CLASSES])
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, deadline=None, suppress_health_check=SUPPRESSED)
 @given(data=st.data())
 def test_damaged_encodings(cls: type[KafkaMessage], data: Any) -> None:
     version = data.draw(st.sampled_from(list(cls.VALID_VERSIONS)))

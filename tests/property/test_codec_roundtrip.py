@@ -14,19 +14,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol import codec_path
+from kafkacompat.protocol.message import KafkaMessage
 from tests.support.codec_paths import native_reads, same_on_both_paths
 from tests.support.codec_strategies import all_versions, instances
 
 # On the native reader and on the generated Python readers (tests/support/codec_paths.py).
 pytestmark = pytest.mark.usefixtures("each_codec_path")
+# The path fixture is set once per test, not per example: that is what it is for.
+SUPPRESSED = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 
 CASES = all_versions()
 
 
 @pytest.mark.parametrize(("cls", "version"), CASES, ids=[f"{c.NAME}-v{v}" for c, v in CASES])
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=8, deadline=None, suppress_health_check=SUPPRESSED)
 @given(data=st.data())
 def test_round_trip(cls: type[KafkaMessage], version: int, data: Any) -> None:
     obj = data.draw(instances(cls, version))
