@@ -46,8 +46,8 @@ BUILD_NOTE = _HERE / "_native.build-failed"
 Reader = Callable[[Any, int], tuple[Any, int]]
 
 
-def _load_native() -> tuple[ModuleType | None, str | None]:
-    """The native module, or why there is none."""
+def _load_native(source: Path = _HERE / "_native.c") -> tuple[ModuleType | None, str | None]:
+    """The native module, or why there is none (not built, or built from another ``source``)."""
     try:
         from kafkacompat.protocol import _native  # type: ignore[attr-defined]
     except ImportError:
@@ -56,7 +56,6 @@ def _load_native() -> tuple[ModuleType | None, str | None]:
         except OSError:
             note = "it was not built (install the package with a C compiler present)"
         return None, f"native reader not built: {note}"
-    source = _HERE / "_native.c"
     built_from = getattr(_native, "SOURCE_SHA256", "")
     if source.exists() and built_from != hashlib.sha256(source.read_bytes()).hexdigest():
         # An editable install whose _native.c changed since the build.
