@@ -49,7 +49,7 @@ Reader = Callable[[Any, int], tuple[Any, int]]
 def _load_native(source: Path = _HERE / "_native.c") -> tuple[ModuleType | None, str | None]:
     """The native module, or why there is none (not built, or built from another ``source``)."""
     try:
-        from kafkacompat.protocol import _native  # type: ignore[attr-defined]
+        from kafkacompat.protocol import _native
     except ImportError:
         try:
             note = BUILD_NOTE.read_text(encoding="utf-8").strip()
