@@ -247,7 +247,8 @@ def callgrind_costs() -> tuple[dict[str, int], int, int]:
         subprocess.run(
             [
                 "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                "--toggle-collect=reader_vectorcall", sys.executable, "-m", "bench.codec_floor", "--native-child",
+                "--toggle-collect=reader_vectorcall",
+                sys.executable, "-m", "bench.codec_floor", "--native-child",
             ],
             check=True, capture_output=True, timeout=600,
         )
