@@ -11,13 +11,13 @@ readers are then the codec, and ``kafkacompat --version`` says so.
 install imports from the tree); a wheel gets it as a platform wheel.
 ``KAFKACOMPAT_NATIVE=0`` skips it (a pure wheel); ``CC`` and
 ``KAFKACOMPAT_NATIVE_CFLAGS`` (added flags, e.g. ``-fsanitize=address``) are
-honoured.  The source's sha256 is compiled in, so that an editable install whose
+honoured.  The source's CRC-32 is compiled in, so that an editable install whose
 ``_native.c`` changed since is noticed (``codec_path`` then stays on Python).
 """
 
 from __future__ import annotations
 
-import hashlib
+import binascii
 import os
 import shlex
 import shutil
@@ -66,7 +66,7 @@ def build_extension(root: Path, target: Path) -> None:
     include = sysconfig.get_paths().get("include")
     if not include or not (Path(include) / "Python.h").exists():
         raise NativeBuildError("Python's headers (Python.h) are not installed")
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    digest = f"{binascii.crc32(source.read_bytes()):08x}"  # as kafkacompat.protocol.codec_path.source_crc
     compiler = shlex.split(os.environ["CC"]) if os.environ.get("CC") else _command("CC")
     extra = shlex.split(os.environ.get("KAFKACOMPAT_NATIVE_CFLAGS", ""))
     linker = _command("LDSHARED")
@@ -81,7 +81,7 @@ def build_extension(root: Path, target: Path) -> None:
                 "-O2",
                 "-std=c11",
                 f"-I{include}",
-                f'-DKAFKACOMPAT_NATIVE_SHA256="{digest}"',
+                f'-DKAFKACOMPAT_NATIVE_CRC32="{digest}"',
                 *extra,
                 "-c",
                 str(source),
@@ -95,7 +95,7 @@ def build_extension(root: Path, target: Path) -> None:
     check = (
         "import importlib.util as u, sys; "
         f"s = u.spec_from_file_location({MODULE!r}, sys.argv[1]); m = u.module_from_spec(s); "
-        "s.loader.exec_module(m); assert m.SOURCE_SHA256 == sys.argv[2]"
+        "s.loader.exec_module(m); assert m.SOURCE_CRC32 == sys.argv[2]"
     )
     env = dict(os.environ)
     if "-fsanitize=address" in extra:  # loading an ASan build needs the runtime first

@@ -35,8 +35,8 @@
 #define HOT_INLINE static inline
 #endif
 
-#ifndef KAFKACOMPAT_NATIVE_SHA256
-#define KAFKACOMPAT_NATIVE_SHA256 ""
+#ifndef KAFKACOMPAT_NATIVE_CRC32
+#define KAFKACOMPAT_NATIVE_CRC32 ""
 #endif
 
 /* The op word; kafkacompat/_codegen/render_layouts.py writes the same numbers. */
@@ -1098,7 +1098,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     }
     if (PyModule_AddObject(module, "DEFAULT_MODES", modes) < 0 ||
         PyModule_AddObject(module, "Reader", (PyObject *)&ReaderType) < 0 ||
-        PyModule_AddStringConstant(module, "SOURCE_SHA256", KAFKACOMPAT_NATIVE_SHA256) < 0) {
+        PyModule_AddStringConstant(module, "SOURCE_CRC32", KAFKACOMPAT_NATIVE_CRC32) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -4,7 +4,7 @@ from typing import Any
 
 OPS: dict[str, int]
 DEFAULT_MODES: dict[str, int]
-SOURCE_SHA256: str
+SOURCE_CRC32: str
 
 class Reader:
     """Reads one wire layout into the generated classes; hands bytes that break a rule to ``fallback``."""

@@ -18,10 +18,9 @@ layout, so errors are raised by one code path only.
 
 from __future__ import annotations
 
-import hashlib
+import binascii
 import os
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -39,26 +38,36 @@ PURE: CodecPath = "pure"
 #: The environment variable that starts a process on the Python readers.
 ENV = "KAFKACOMPAT_CODEC"
 
-_HERE = Path(__file__).resolve().parent
+# os.path, not pathlib, and a CRC, not hashlib: every decoding process imports this module.
+_HERE = os.path.dirname(os.path.abspath(__file__))
 #: What the build hook leaves beside the extension when it could not build it.
-BUILD_NOTE = _HERE / "_native.build-failed"
+BUILD_NOTE = os.path.join(_HERE, "_native.build-failed")
 
 Reader = Callable[[Any, int], tuple[Any, int]]
 
 
-def _load_native(source: Path = _HERE / "_native.c") -> tuple[ModuleType | None, str | None]:
+def source_crc(data: bytes) -> str:
+    """The CRC-32 of ``_native.c`` the build compiles in (hatch_build.py computes it the same way)."""
+    return f"{binascii.crc32(data):08x}"
+
+
+def _load_native(source: str = os.path.join(_HERE, "_native.c")) -> tuple[ModuleType | None, str | None]:
     """The native module, or why there is none (not built, or built from another ``source``)."""
     try:
         from kafkacompat.protocol import _native
     except ImportError:
         try:
-            note = BUILD_NOTE.read_text(encoding="utf-8").strip()
+            with open(BUILD_NOTE, encoding="utf-8") as note_file:
+                note = note_file.read().strip()
         except OSError:
             note = "it was not built (install the package with a C compiler present)"
         return None, f"native reader not built: {note}"
-    built_from = getattr(_native, "SOURCE_SHA256", "")
-    if source.exists() and built_from != hashlib.sha256(source.read_bytes()).hexdigest():
-        # An editable install whose _native.c changed since the build.
+    try:
+        with open(source, "rb") as source_file:  # beside it in a source tree or an editable install
+            current_source = source_crc(source_file.read())
+    except OSError:
+        return _native, None
+    if current_source != _native.SOURCE_CRC32:
         return None, "native reader built from another _native.c: reinstall (pip install -e .)"
     return _native, None
 

@@ -85,7 +85,7 @@ def test_a_build_from_another_source_is_not_used(tmp_path: Path) -> None:
     native_module()
     other = tmp_path / "_native.c"
     other.write_text("/* not the source it was built from */\n")
-    module, why = codec_path._load_native(other)
+    module, why = codec_path._load_native(str(other))
     assert module is None and why is not None and "reinstall" in why
 
 
