@@ -102,7 +102,11 @@ def build_extension(root: Path, target: Path) -> None:
         env["ASAN_OPTIONS"] = "verify_asan_link_order=0:detect_leaks=0"
     try:
         subprocess.run(
-            [sys.executable, "-c", check, str(target), digest], capture_output=True, check=True, timeout=60, env=env
+            [sys.executable, "-c", check, str(target), digest],
+            capture_output=True,
+            check=True,
+            timeout=60,
+            env=env,
         )
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
         target.unlink(missing_ok=True)
