@@ -897,8 +897,17 @@ static int compile_root(ReaderObject *self) {
     if (load_wire() < 0) {
         return -1;
     }
-    self->root = compile_layout(self->table, 0);
-    return self->root == NULL ? -1 : 0;
+    /* Imports may let another thread in, and compile the same table: the first one kept wins. */
+    Layout *layout = compile_layout(self->table, 0);
+    if (layout == NULL) {
+        return -1;
+    }
+    if (self->root == NULL) {
+        self->root = layout;
+    } else {
+        free_layout(layout);
+    }
+    return 0;
 }
 
 /* The message and where it ended, or NULL: with an exception set when the table is bad, else
