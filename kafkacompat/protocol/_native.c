@@ -12,7 +12,8 @@
  * This module compiles such a table once, resolving every slot name to its
  * offset in the object, and then reads bytes into the very same classes:
  * objects created with tp_alloc and their slots stored directly, lists
- * allocated at their final size, strings copied straight from the buffer.
+ * allocated at their final size (up to 4,096 elements, beyond which they grow
+ * as elements are read), strings copied straight from the buffer.
  *
  * Every rule of the Python readers is kept (one byte counts unchecked, other
  * counts held to the bytes left and to 1,000,000 elements, tagged sections to
@@ -57,6 +58,8 @@ static const char *KIND_NAMES[K_KINDS] = {
     "varint", "varlong", "uuid", "string", "bytes", "struct",
 };
 static const int FIXED_WIDTH[K_KINDS] = {1, 1, 2, 4, 8, 2, 4, 8, 0, 0, 0, 0, 0, 0};
+/* Up to this many elements (32 kB of pointers), a list is allocated at its final size. */
+#define PREALLOCATED_ELEMENTS 4096
 
 /* ------------------------------------------------------------ the world -- */
 /* Loaded from kafkacompat.protocol._wire (and uuid) when the first table is compiled. */
@@ -716,11 +719,15 @@ static PyObject *read_array(Cursor *c, int op, const Layout *child) {
     if (width && n * width > LEFT(c)) { /* numbers: all their bytes before the list */
         return NULL;
     }
-    PyObject *list = new_list((op & F_KEYED) ? keyed_list_type : &PyList_Type, (Py_ssize_t)n);
+    /* Numbers are all there (checked above): their list is made at its size. A long array of
+     * anything else grows as its elements are read, so that a count the bytes do not bear out
+     * (its first element bad) costs no more than the elements read. */
+    int grow = !width && n > PREALLOCATED_ELEMENTS;
+    PyObject *list = new_list((op & F_KEYED) ? keyed_list_type : &PyList_Type, grow ? 0 : (Py_ssize_t)n);
     if (list == NULL) {
         return NULL;
     }
-    PyObject **items = ((PyListObject *)list)->ob_item;
+    PyObject **items = grow ? NULL : ((PyListObject *)list)->ob_item;
     if (width) {
         if (fill_numbers(items, kind, c->data + c->pos, n) < 0) {
             Py_DECREF(list);
@@ -736,7 +743,15 @@ static PyObject *read_array(Cursor *c, int op, const Layout *child) {
             Py_DECREF(list);
             return NULL;
         }
-        items[i] = value;
+        if (items != NULL) {
+            items[i] = value;
+        } else if (PyList_Append(list, value) < 0) {
+            Py_DECREF(value);
+            Py_DECREF(list);
+            return NULL;
+        } else {
+            Py_DECREF(value);
+        }
     }
     return list;
 }

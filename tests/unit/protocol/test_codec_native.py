@@ -129,6 +129,14 @@ def test_a_count_beyond_the_bytes_left_is_refused_at_once() -> None:
 
 
 @pytest.mark.usefixtures("each_codec_path")
+def test_a_long_array_whose_first_element_is_bad_allocates_nothing_for_the_rest() -> None:
+    count = _wire.MAX_ARRAY_ELEMENTS  # at the limit, and within the bytes left: accepted as a count
+    body = bytes(4) + _wire.uvarint(count + 1) + bytes(count + 8)  # broker 0's host is a null: refused
+    error = refused_without_allocating(MetadataResponse, body, 12, "non-nullable field host was null")
+    assert error.offset is not None
+
+
+@pytest.mark.usefixtures("each_codec_path")
 def test_a_tagged_section_above_ten_thousand_fields_is_refused_before_it_is_read() -> None:
     body = ApiVersionsResponse().encode(3)[:-1] + _wire.uvarint(_wire.MAX_TAGGED_FIELDS + 1) + bytes(30_000)
     refused_without_allocating(ApiVersionsResponse, body, 3, "above the limit of 10000")
