@@ -26,7 +26,7 @@ record-frames: $(STAMP)
 	$(BIN)/python -m tests.support.record_frames
 
 lint: $(STAMP)
-	$(BIN)/ruff check kafkacompat tests bench examples
+	$(BIN)/ruff check kafkacompat tests bench examples hatch_build.py
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m kafkacompat._api_listing --check

@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from hatchling.builders.config import BuilderConfig
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 PACKAGE_DIR = Path("kafkacompat") / "protocol"
@@ -113,7 +114,7 @@ def build_extension(root: Path, target: Path) -> None:
         raise NativeBuildError(f"the built module does not load ({exc})") from None
 
 
-class NativeReaderHook(BuildHookInterface):
+class NativeReaderHook(BuildHookInterface[BuilderConfig]):
     PLUGIN_NAME = "custom"
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
