@@ -207,11 +207,12 @@ _LINE = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(\S.*?)(?: \[(.*)\])?$")
 
 def payload_counts(message: Any) -> dict[str, int]:
     """How many of each thing the decoded message holds (what the builders make)."""
-    counts = {"objects": 0, "lists": 0, "ints": 0, "UUID ints": 0, "strings": 0}
+    counts = {"objects": 0, "lists": 0, "ints": 0, "UUID ints": 0, "strings": 0, "fields": 0}
 
     def walk(value: Any) -> None:
         if isinstance(value, KafkaStruct):
             counts["objects"] += 1
+            counts["fields"] += len(value._FIELDS) + 1  # and the unknown tagged fields
             for info in value._FIELDS:
                 walk(getattr(value, info.name))
         elif isinstance(value, list):
@@ -309,7 +310,9 @@ def native_main() -> int:
               f" {count or '':>7} {each:>8}")
     rest = total - floor - own
     own_us = own * per_instruction * 1e6
-    print(f"  {'the reader itself (_native.c)':<40} {own:9,} {own / total:6.1%} {own_us:7.1f}")
+    fields = counts["fields"]
+    print(f"  {'the reader itself (_native.c)':<40} {own:9,} {own / total:6.1%} {own_us:7.1f}"
+          f" {fields:7} {own_us * 1e3 / fields:8.1f}  (per slot stored)")
     print(f"  {'other (pymalloc and GC links inlined)':<40} {rest:9,} {rest / total:6.1%}"
           f" {rest * per_instruction * 1e6:7.1f}")
     floor_seconds = (floor + rest) * per_instruction
