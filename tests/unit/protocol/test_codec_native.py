@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import struct
+import subprocess
 import sys
 import tracemalloc
 from pathlib import Path
@@ -79,6 +80,23 @@ def test_use_switches_every_loaded_class_and_refuses_an_unknown_path() -> None:
         assert MetadataResponse._READERS[12].fallback.__name__ == "_r_MetadataResponse_10"
     with pytest.raises(ConfigError, match="unknown codec path"):
         codec_path.use("compiled")  # type: ignore[arg-type]
+
+
+def test_the_version_line_names_the_path_in_use(capsys: pytest.CaptureFixture[str]) -> None:
+    from kafkacompat.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--version"])
+    assert f"(codec: {codec_path.describe()})" in capsys.readouterr().out
+
+
+def test_the_environment_starts_a_process_on_the_python_readers() -> None:
+    probe = "from kafkacompat.protocol import codec_path as p; print(p.current(), '|', p.describe())"
+    env = {**os.environ, codec_path.ENV: codec_path.PURE}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "pure | pure Python, chosen by KAFKACOMPAT_CODEC=pure" or (
+        codec_path.native_unavailable() is not None and out.stdout.startswith("pure | pure Python; ")
+    )
 
 
 def test_a_build_from_another_source_is_not_used(tmp_path: Path) -> None:
