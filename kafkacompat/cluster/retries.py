@@ -7,10 +7,16 @@ an exponential backoff from ``initial_backoff`` capped at ``max_backoff``,
 plus up to ``jitter`` at random.  The sleep is passed in (``trio.sleep`` or
 ``asyncio.sleep``), so the backoff runs on the loop's clock and tests can use
 trio's autojump clock.
+
+A loop given the caller's deadline (on the loop's clock) spends the caller's
+budget, not a budget of its own: it never sleeps a backoff that would end at or
+past the deadline, as no attempt could follow it.  The attempt that runs into
+the deadline is cut there by the call's own scope (``cluster.call_deadline``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 
 import tenacity
@@ -42,12 +48,8 @@ def retrying(
     With a ``deadline`` (on ``clock``), a backoff that would end at or past it
     is not slept: the last error is raised at once, as no attempt could follow.
     """
-    stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(policy.attempts)
-    if deadline is not None:
-        assert clock is not None, "a deadline is read on the loop's clock"
-        stop = stop | _BackoffReaches(deadline, clock)
     return tenacity.AsyncRetrying(
-        stop=stop,
+        stop=_stop(policy.attempts, deadline, clock),
         wait=backoff(policy),
         retry=tenacity.retry_if_exception_type(retry_on),
         sleep=sleep,
@@ -61,21 +63,34 @@ def retry_on_result(
     again: Callable[[object], bool],
     *,
     attempts: int | None = None,
+    deadline: float | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> tenacity.AsyncRetrying:
     """Retry while ``again(result)`` holds, at most ``attempts`` times; then stop quietly.
 
     Exceptions are not retried: they end the loop as themselves.  The caller
     records each attempt's result (``attempt.retry_state.set_result``) and
     keeps the last one: running out of attempts is an answer, not an error.
+    A ``deadline`` stops it as ``retrying``'s does, quietly too.
     """
     return tenacity.AsyncRetrying(
-        stop=tenacity.stop_after_attempt(attempts if attempts is not None else policy.attempts),
+        stop=_stop(attempts if attempts is not None else policy.attempts, deadline, clock),
         wait=backoff(policy),
         retry=tenacity.retry_if_result(again),
         sleep=sleep,
         reraise=True,
         retry_error_callback=lambda state: None,
     )
+
+
+def _stop(
+    attempts: int, deadline: float | None, clock: Callable[[], float] | None
+) -> tenacity.stop.stop_base:
+    stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(attempts)
+    if deadline is not None and deadline != math.inf:
+        assert clock is not None, "a deadline is read on the loop's clock"
+        stop = stop | _BackoffReaches(deadline, clock)
+    return stop
 
 
 class _BackoffReaches(tenacity.stop.stop_base):
