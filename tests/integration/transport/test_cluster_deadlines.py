@@ -35,16 +35,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kafkacompat.aio
+from kafkacompat.blocking.connection import open_blocking_connection
 from kafkacompat.blocking.probe import probe_broker
 from kafkacompat.cluster.call_deadline import OVERRUN
 from kafkacompat.cluster.core import ClusterCore
 from kafkacompat.connection.config import ConnectionConfig
-from kafkacompat.errors import KafkaCompatError
+from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError
 from kafkacompat.protocol.messages import MetadataRequest
 from kafkacompat.testing.cluster_faults import BLOCKING_CALLS, CALLS, FAULTS, call_blocking
 from kafkacompat.testing.emulator import EmulatedCluster, Fault, ThreadedCluster
 from kafkacompat.testing.emulator_process import EmulatorProcess
 from kafkacompat.transport.cluster import connect
+from kafkacompat.transport.connection import open_connection
 from kafkacompat.transport.sync import connect_sync
 from tests.support.virtual_asyncio import run_virtual
 
@@ -481,3 +483,59 @@ def test_calls_keep_their_deadline_through_a_kill_9_and_a_restart(driver: str) -
             calls, killed, back = _blocking_kill_traffic(broker)
         assert broker.kills == 1
     _check_kill_timeline(calls, killed, back, driver)
+
+
+# -- one driver connection: a request into a broker that froze mid-stream ---------------------
+
+FROZEN_DEADLINE = 0.5
+# About 10 MB: more than loopback's socket buffers hold, so the write itself backs up.
+HUGE = MetadataRequest(
+    topics=[MetadataRequest.MetadataRequestTopic(name=f"{n:05}" + "x" * 32_000) for n in range(300)]
+)
+_FREEZE_METADATA = Fault.freeze(MetadataRequest.API_KEY)
+
+
+async def test_a_trio_request_into_a_frozen_broker_ends_by_its_deadline(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with EmulatedCluster("4.0") as emulated:
+        broker = emulated.brokers[0]
+        broker.add_fault(_FREEZE_METADATA)
+        async with open_connection(broker.host, broker.port) as conn:
+            for message in (MetadataRequest(topics=[]), HUGE):  # the first freezes it, the second backs up
+                start = trio.current_time()
+                with pytest.raises(KafkaTimeoutError):
+                    await conn.request(message, request_timeout=FROZEN_DEADLINE)
+                assert trio.current_time() - start <= FROZEN_DEADLINE + SLACK
+
+
+def test_an_asyncio_request_into_a_frozen_broker_ends_by_its_deadline() -> None:
+    with ThreadedCluster("4.0") as emulated:
+        broker = emulated.brokers[0]
+        trio.from_thread.run_sync(broker.add_fault, _FREEZE_METADATA, trio_token=emulated._token)
+
+        async def scenario() -> list[float]:
+            loop = asyncio.get_running_loop()
+            durations = []
+            async with kafkacompat.aio.open_connection(broker.host, broker.port) as conn:
+                for message in (MetadataRequest(topics=[]), HUGE):
+                    start = loop.time()
+                    with pytest.raises(KafkaTimeoutError):
+                        await conn.request(message, request_timeout=FROZEN_DEADLINE)
+                    durations.append(loop.time() - start)
+            return durations
+
+        durations = run_virtual(scenario())
+    assert max(durations) <= FROZEN_DEADLINE + SLACK, durations
+
+
+def test_a_blocking_request_into_a_frozen_broker_ends_by_its_deadline() -> None:
+    with ThreadedCluster("4.0") as emulated:
+        broker = emulated.brokers[0]
+        trio.from_thread.run_sync(broker.add_fault, _FREEZE_METADATA, trio_token=emulated._token)
+        with open_blocking_connection(broker.host, broker.port) as conn:
+            for message in (MetadataRequest(topics=[]), HUGE):
+                start = time.monotonic()
+                with pytest.raises(KafkaTimeoutError):
+                    conn.request(message, request_timeout=FROZEN_DEADLINE)
+                assert time.monotonic() - start <= FROZEN_DEADLINE + REAL_SLACK
