@@ -26,17 +26,27 @@ functions drive the trio and asyncio clusters, and the blocking
 
 Connections already open are left alone; a test closes them when its calls
 must connect again.
+
+``time_trio_calls``, ``time_asyncio_calls`` and ``time_blocking_calls`` make
+a list of calls at once on one driver (tasks, tasks, threads) and time each on
+that driver's clock: a ``TimedCall`` per call, whose outcome is ``answered``,
+the name of the typed error it raised, or ``!`` and the name of anything else.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import Any
 
 import trio
 import trio.lowlevel
 
+from kafkacompat.errors import KafkaCompatError
 from kafkacompat.protocol.messages import (
     ApiVersionsRequest,
     DescribeClusterRequest,
@@ -47,7 +57,17 @@ from kafkacompat.protocol.messages import (
 from kafkacompat.testing.black_hole import BlackHole
 from kafkacompat.testing.emulator import EmulatedBroker, Fault
 
-__all__ = ["CALLS", "FAULTS", "Call", "FaultSetter", "call_blocking"]
+__all__ = [
+    "BLOCKING_CALLS",
+    "CALLS",
+    "FAULTS",
+    "Call",
+    "FaultSetter",
+    "TimedCall",
+    "time_asyncio_calls",
+    "time_blocking_calls",
+    "time_trio_calls",
+]
 
 #: A call: (cluster, node id, request_timeout or None) -> what it returns (awaitable on a loop).
 Call = Callable[[Any, int, "float | None"], Any]
@@ -85,11 +105,103 @@ CALLS: dict[str, Call] = {
 BLOCKING_CALLS = tuple(n for n in CALLS if n not in ("connection", "any_connection", "open_all"))
 
 
-def call_blocking(name: str, cluster: Any, node_id: int, request_timeout: float | None) -> object:
-    """Run call ``name`` on a ``SyncCluster`` (its methods block and return)."""
-    if name not in BLOCKING_CALLS:
-        raise ValueError(f"a SyncCluster has no {name}")
-    return CALLS[name](cluster, node_id, request_timeout)
+#: Calls to make at once: (name in ``CALLS``, request_timeout or None).
+Calls = Sequence[tuple[str, "float | None"]]
+
+
+@dataclass(frozen=True, slots=True)
+class TimedCall:
+    """One call, its deadline (its request_timeout, else the config's), how long it took
+    and how it ended."""
+
+    call: str
+    deadline: float
+    duration: float
+    outcome: str
+
+    @property
+    def overshoot(self) -> float:
+        return self.duration - self.deadline
+
+    @property
+    def typed(self) -> bool:
+        """It answered or raised a kafkacompat error (nothing else)."""
+        return not self.outcome.startswith("!")
+
+
+def _outcome(error: BaseException | None) -> str:
+    if error is None:
+        return "answered"
+    if isinstance(error, KafkaCompatError):
+        return type(error).__name__
+    return f"!{type(error).__name__}: {error}"
+
+
+async def time_trio_calls(cluster: Any, node_id: int, calls: Calls) -> list[TimedCall]:
+    """Make ``calls`` at once on a trio cluster; each timed on trio's clock."""
+    timed: list[TimedCall] = []
+    default = cluster.config.call_timeout
+
+    async def one(name: str, limit: float | None) -> None:
+        start = trio.current_time()
+        error: Exception | None = None
+        try:
+            await CALLS[name](cluster, node_id, limit)
+        except Exception as exc:  # every outcome is recorded, the unexpected ones marked
+            error = exc
+        timed.append(TimedCall(name, limit or default, trio.current_time() - start, _outcome(error)))
+
+    async with trio.open_nursery() as nursery:
+        for name, limit in calls:
+            nursery.start_soon(one, name, limit)
+    return timed
+
+
+async def time_asyncio_calls(cluster: Any, node_id: int, calls: Calls) -> list[TimedCall]:
+    """Make ``calls`` at once on an asyncio cluster; each timed on the loop's clock."""
+    loop = asyncio.get_running_loop()
+    default = cluster.config.call_timeout
+
+    async def one(name: str, limit: float | None) -> TimedCall:
+        start = loop.time()
+        error: Exception | None = None
+        try:
+            await CALLS[name](cluster, node_id, limit)
+        except Exception as exc:  # every outcome is recorded, the unexpected ones marked
+            error = exc
+        return TimedCall(name, limit or default, loop.time() - start, _outcome(error))
+
+    return list(await asyncio.gather(*(one(name, limit) for name, limit in calls)))
+
+
+def time_blocking_calls(
+    cluster: Any, node_id: int, calls: Calls, *, default: float, join_timeout: float = 60.0
+) -> list[TimedCall]:
+    """Make ``calls`` at once on a ``SyncCluster``, a thread each; timed on the monotonic clock.
+
+    ``default`` is the deadline of a call with none (the config's ``call_timeout``).
+    """
+    timed: list[TimedCall] = []
+    lock = threading.Lock()
+
+    def one(name: str, limit: float | None) -> None:
+        if name not in BLOCKING_CALLS:
+            raise ValueError(f"a SyncCluster has no {name}")
+        start = time.monotonic()
+        error: Exception | None = None
+        try:
+            CALLS[name](cluster, node_id, limit)
+        except Exception as exc:  # every outcome is recorded, the unexpected ones marked
+            error = exc
+        with lock:
+            timed.append(TimedCall(name, limit or default, time.monotonic() - start, _outcome(error)))
+
+    threads = [threading.Thread(target=one, args=call, daemon=True) for call in calls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(join_timeout)
+    return timed
 
 
 async def _refused(broker: EmulatedBroker, holes: ExitStack) -> None:

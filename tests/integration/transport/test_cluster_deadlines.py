@@ -42,7 +42,15 @@ from kafkacompat.cluster.core import ClusterCore
 from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError
 from kafkacompat.protocol.messages import MetadataRequest
-from kafkacompat.testing.cluster_faults import BLOCKING_CALLS, CALLS, FAULTS, call_blocking
+from kafkacompat.testing.cluster_faults import (
+    BLOCKING_CALLS,
+    CALLS,
+    FAULTS,
+    TimedCall,
+    time_asyncio_calls,
+    time_blocking_calls,
+    time_trio_calls,
+)
 from kafkacompat.testing.emulator import EmulatedCluster, Fault, ThreadedCluster
 from kafkacompat.testing.emulator_process import EmulatorProcess
 from kafkacompat.transport.cluster import connect
@@ -57,28 +65,13 @@ SLACK = 0.01  # virtual clocks: the scheduling of the last step only; below OVER
 assert SLACK < OVERRUN
 
 
-@dataclass
-class Outcome:
-    call: str
-    deadline: float
-    duration: float
-    result: str
-
-    def overshoot(self) -> float:
-        return self.duration - self.deadline
-
-
-def _check(outcomes: list[Outcome], expected: int, slack: float, label: str) -> None:
-    assert len(outcomes) == expected, (label, len(outcomes))
-    late = [o for o in outcomes if o.duration > o.deadline + slack]
+def _check(calls: list[TimedCall], expected: int, slack: float, label: str) -> None:
+    """Every call was made, ended by its deadline plus ``slack``, answered or raised a typed error."""
+    assert len(calls) == expected, (label, len(calls))
+    late = [c for c in calls if c.overshoot > slack]
     assert not late, (label, late)
-    strange = [o for o in outcomes if o.result.startswith("!")]  # anything but a typed error
+    strange = [c for c in calls if not c.typed]
     assert not strange, (label, strange)
-
-
-def _unexpected(exc: Exception) -> str:
-    """An error that is not a typed kafkacompat error: marked, and failed by ``_check``."""
-    return f"!{type(exc).__name__}: {exc}"
 
 
 def test_the_calls_are_every_public_cluster_call() -> None:
@@ -96,30 +89,7 @@ def test_the_calls_are_every_public_cluster_call() -> None:
 # -- trio, on the autojump clock -------------------------------------------------------------
 
 
-Calls = list[tuple[str, float | None]]  # (call, request_timeout), made at once
-
-
-async def _trio_calls(cluster: object, node_id: int, names: Calls) -> list[Outcome]:
-    outcomes: list[Outcome] = []
-
-    async def one(name: str, limit: float | None) -> None:
-        start = trio.current_time()
-        try:
-            await CALLS[name](cluster, node_id, limit)
-            text = "answered"
-        except KafkaCompatError as exc:
-            text = type(exc).__name__
-        except Exception as exc:
-            text = _unexpected(exc)
-        outcomes.append(Outcome(name, limit or CALL_TIMEOUT, trio.current_time() - start, text))
-
-    async with trio.open_nursery() as nursery:
-        for name, limit in names:
-            nursery.start_soon(one, name, limit)
-    return outcomes
-
-
-def _every_call() -> Calls:
+def _every_call() -> list[tuple[str, float | None]]:
     return [(name, limit) for name in CALLS for limit in DEADLINES]
 
 
@@ -133,11 +103,11 @@ async def test_every_trio_call_ends_by_its_deadline(
             await FAULTS[fault](broker, holes)
             for conn in cluster.connected().values():  # the calls must connect again
                 await conn.aclose()
-            outcomes = await _trio_calls(cluster, broker.node_id, _every_call())
-    _check(outcomes, len(CALLS) * len(DEADLINES), SLACK, fault)
+            timed = await time_trio_calls(cluster, broker.node_id, _every_call())
+    _check(timed, len(CALLS) * len(DEADLINES), SLACK, fault)
     # Not vacuous: against a broker that never answers, calls do run until their deadline.
     if fault in ("black hole", "silent", "freeze in handshake"):
-        assert any(o.duration >= o.deadline - SLACK for o in outcomes), outcomes
+        assert any(o.duration >= o.deadline - SLACK for o in timed), timed
 
 
 def test_every_trio_call_without_the_deadline_scope_would_overrun(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -151,19 +121,19 @@ def test_every_trio_call_without_the_deadline_scope_would_overrun(monkeypatch: p
 
     monkeypatch.setattr(core.ClusterCore, "_open_or_share", unbounded)
 
-    async def scenario() -> list[Outcome]:
+    async def scenario() -> list[TimedCall]:
         with ExitStack() as holes:
             async with EmulatedCluster("4.0") as emulated, connect(emulated.bootstrap, CONFIG) as cluster:
                 broker = emulated.brokers[0]
                 await FAULTS["silent"](broker, holes)
                 for conn in cluster.connected().values():
                     await conn.aclose()
-                return await _trio_calls(cluster, broker.node_id, [("request", 0.4)])
+                return await time_trio_calls(cluster, broker.node_id, [("request", 0.4)])
 
-    outcomes = trio.run(scenario, clock=trio.testing.MockClock(autojump_threshold=0))
+    timed = trio.run(scenario, clock=trio.testing.MockClock(autojump_threshold=0))
     with pytest.raises(AssertionError):
-        _check(outcomes, 1, SLACK, "unbounded")
-    assert outcomes[0].duration == pytest.approx(0.4 + OVERRUN)
+        _check(timed, 1, SLACK, "unbounded")
+    assert timed[0].duration == pytest.approx(0.4 + OVERRUN)
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -180,7 +150,7 @@ def test_property_trio_calls_end_by_their_deadlines(
 ) -> None:
     """Three brokers, each healthy or in any fault state; any calls with any deadlines, at once."""
 
-    async def scenario() -> list[Outcome]:
+    async def scenario() -> list[TimedCall]:
         with ExitStack() as holes:
             emulated = EmulatedCluster("4.0", brokers=3)
             async with emulated, connect(emulated.bootstrap, CONFIG) as cluster:
@@ -191,10 +161,10 @@ def test_property_trio_calls_end_by_their_deadlines(
                 if closed:
                     for conn in cluster.connected().values():
                         await conn.aclose()
-                return await _trio_calls(cluster, emulated.brokers[0].node_id, calls)
+                return await time_trio_calls(cluster, emulated.brokers[0].node_id, calls)
 
-    outcomes = trio.run(scenario, clock=trio.testing.MockClock(autojump_threshold=0))
-    _check(outcomes, len(calls), SLACK, str(faults))
+    timed = trio.run(scenario, clock=trio.testing.MockClock(autojump_threshold=0))
+    _check(timed, len(calls), SLACK, str(faults))
 
 
 async def test_callers_waiting_for_a_node_share_its_failed_attempt(
@@ -256,39 +226,22 @@ async def test_a_waiter_with_time_left_is_not_failed_by_another_callers_deadline
 # -- asyncio, on a clock that jumps over idle waits --------------------------------------------
 
 
-async def _asyncio_calls(cluster: object, node_id: int, names: Calls) -> list[Outcome]:
-    loop = asyncio.get_running_loop()
-
-    async def one(name: str, limit: float | None) -> Outcome:
-        start = loop.time()
-        try:
-            await CALLS[name](cluster, node_id, limit)
-            text = "answered"
-        except KafkaCompatError as exc:
-            text = type(exc).__name__
-        except Exception as exc:
-            text = _unexpected(exc)
-        return Outcome(name, limit or CALL_TIMEOUT, loop.time() - start, text)
-
-    return list(await asyncio.gather(*(one(name, limit) for name, limit in names)))
-
-
 @pytest.mark.parametrize("fault", FAULTS)
 def test_every_asyncio_call_ends_by_its_deadline(fault: str) -> None:
     with ThreadedCluster("4.0") as emulated, ExitStack() as holes:
         broker = emulated.brokers[0]
 
-        async def scenario() -> list[Outcome]:
+        async def scenario() -> list[TimedCall]:
             async with kafkacompat.aio.connect(emulated.bootstrap, CONFIG) as cluster:
                 await asyncio.to_thread(
                     trio.from_thread.run, FAULTS[fault], broker, holes, trio_token=emulated._token
                 )
                 for conn in cluster.connected().values():
                     await conn.aclose()
-                return await _asyncio_calls(cluster, broker.node_id, _every_call())
+                return await time_asyncio_calls(cluster, broker.node_id, _every_call())
 
-        outcomes = run_virtual(scenario())
-    _check(outcomes, len(CALLS) * len(DEADLINES), SLACK, fault)
+        timed = run_virtual(scenario())
+    _check(timed, len(CALLS) * len(DEADLINES), SLACK, fault)
 
 
 # -- blocking: SyncCluster and the probe, on the real clock ------------------------------------
@@ -305,38 +258,23 @@ def test_every_blocking_call_and_the_probe_end_by_their_deadline(fault: str) -> 
         with connect_sync(emulated.bootstrap, config) as cluster:
             trio.from_thread.run(FAULTS[fault], broker, holes, trio_token=emulated._token)
             cluster._call(lambda: _close_all(cluster.cluster))
-            outcomes: list[Outcome] = []
-            lock = threading.Lock()
+            probed: list[TimedCall] = []
 
-            def one(name: str, timeout: float | None) -> None:
-                start = time.monotonic()
-                try:
-                    call_blocking(name, cluster, broker.node_id, timeout)
-                    text = "answered"
-                except KafkaCompatError as exc:
-                    text = type(exc).__name__
-                except Exception as exc:
-                    text = _unexpected(exc)
-                with lock:
-                    outcomes.append(Outcome(name, timeout or REAL_DEADLINE, time.monotonic() - start, text))
-
-            def probe() -> None:
+            def probe() -> None:  # the blocking probe, beside the calls
                 start = time.monotonic()
                 try:
                     probe_broker(broker.host, broker.port, timeout=REAL_DEADLINE)
-                    text = "answered"
+                    outcome = "answered"
                 except KafkaCompatError as exc:
-                    text = type(exc).__name__
-                with lock:
-                    outcomes.append(Outcome("probe", REAL_DEADLINE, time.monotonic() - start, text))
+                    outcome = type(exc).__name__
+                probed.append(TimedCall("probe", REAL_DEADLINE, time.monotonic() - start, outcome))
 
-            threads = [threading.Thread(target=one, args=(n, t)) for n in BLOCKING_CALLS for t in (None, 0.3)]
-            threads.append(threading.Thread(target=probe))
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join(30)
-    _check(outcomes, 2 * len(BLOCKING_CALLS) + 1, REAL_SLACK, fault)
+            prober = threading.Thread(target=probe)
+            prober.start()
+            calls = [(name, limit) for name in BLOCKING_CALLS for limit in (None, 0.3)]
+            timed = time_blocking_calls(cluster, broker.node_id, calls, default=REAL_DEADLINE)
+            prober.join(30)
+    _check(timed + probed, len(calls) + 1, REAL_SLACK, fault)
 
 
 async def _close_all(cluster: object) -> None:
