@@ -26,7 +26,6 @@ import inspect
 import threading
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass
 
 import pytest
 import trio
@@ -53,6 +52,7 @@ from kafkacompat.testing.cluster_faults import (
 )
 from kafkacompat.testing.emulator import EmulatedCluster, Fault, ThreadedCluster
 from kafkacompat.testing.emulator_process import EmulatorProcess
+from kafkacompat.testing.kill_traffic import DRIVERS, kill_and_restart
 from kafkacompat.transport.cluster import connect
 from kafkacompat.transport.connection import open_connection
 from kafkacompat.transport.sync import connect_sync
@@ -284,143 +284,21 @@ async def _close_all(cluster: object) -> None:
 
 # -- kill -9 and a restart of a broker process, during traffic (real clock) ------------------
 
-KILL_DEADLINE = 0.5
-KILL_CALLERS = 16
-KILL_AT, RESTART_AFTER, TRAFFIC_AFTER_RESTART = 1.0, 0.5, 2.0
 RECOVERY = 1.0  # every call started this long after the broker answers again is answered
 
 
-@dataclass
-class Timed:
-    started: float
-    duration: float
-    result: str
-
-
-def _check_kill_timeline(calls: list[Timed], killed_at: float, back_at: float, driver: str) -> None:
-    late = [c for c in calls if c.duration > KILL_DEADLINE + REAL_SLACK]
-    assert not late, (driver, late)
-    assert all(not c.result.startswith("!") for c in calls), (driver, calls)
-    during = [c for c in calls if killed_at < c.started < back_at - KILL_DEADLINE]
-    assert during and all(c.result != "answered" for c in during), (driver, during)  # the outage was seen
-    recovered = [c for c in calls if c.started > back_at + RECOVERY]
-    assert recovered and all(c.result == "answered" for c in recovered), (driver, recovered)
-
-
-async def _trio_kill_traffic(broker: EmulatorProcess) -> tuple[list[Timed], float, float]:
-    calls: list[Timed] = []
-    marks: dict[str, float] = {}
-    async with connect(broker.bootstrap) as cluster:
-        node_id = next(iter(cluster.brokers))
-        start = trio.current_time()
-
-        async def caller(stop: trio.Event) -> None:
-            while not stop.is_set():
-                began = trio.current_time()
-                try:
-                    await cluster.request(node_id, MetadataRequest(topics=[]), request_timeout=KILL_DEADLINE)
-                    result = "answered"
-                except KafkaCompatError as exc:
-                    result = type(exc).__name__
-                calls.append(Timed(began - start, trio.current_time() - began, result))
-                await trio.sleep(0.01)
-
-        stop = trio.Event()
-        async with trio.open_nursery() as nursery:
-            for _ in range(KILL_CALLERS):
-                nursery.start_soon(caller, stop)
-            await trio.sleep(KILL_AT)
-            broker.kill()
-            marks["killed"] = trio.current_time() - start
-            await trio.sleep(RESTART_AFTER)
-            await trio.to_thread.run_sync(broker.start)
-            marks["back"] = trio.current_time() - start
-            await trio.sleep(TRAFFIC_AFTER_RESTART)
-            stop.set()
-    return calls, marks["killed"], marks["back"]
-
-
-async def _asyncio_kill_traffic(broker: EmulatorProcess) -> tuple[list[Timed], float, float]:
-    loop = asyncio.get_running_loop()
-    calls: list[Timed] = []
-    async with kafkacompat.aio.connect(broker.bootstrap) as cluster:
-        node_id = next(iter(cluster.brokers))
-        start = loop.time()
-        stop = asyncio.Event()
-
-        async def caller() -> None:
-            while not stop.is_set():
-                began = loop.time()
-                try:
-                    await cluster.request(node_id, MetadataRequest(topics=[]), request_timeout=KILL_DEADLINE)
-                    result = "answered"
-                except KafkaCompatError as exc:
-                    result = type(exc).__name__
-                calls.append(Timed(began - start, loop.time() - began, result))
-                await asyncio.sleep(0.01)
-
-        tasks = [asyncio.create_task(caller()) for _ in range(KILL_CALLERS)]
-        await asyncio.sleep(KILL_AT)
-        broker.kill()
-        killed = loop.time() - start
-        await asyncio.sleep(RESTART_AFTER)
-        await asyncio.to_thread(broker.start)
-        back = loop.time() - start
-        await asyncio.sleep(TRAFFIC_AFTER_RESTART)
-        stop.set()
-        await asyncio.gather(*tasks)
-    return calls, killed, back
-
-
-def _blocking_kill_traffic(broker: EmulatorProcess) -> tuple[list[Timed], float, float]:
-    calls: list[Timed] = []
-    lock = threading.Lock()
-    stop = threading.Event()
-    with connect_sync(broker.bootstrap) as cluster:
-        node_id = next(iter(cluster.brokers))
-        start = time.monotonic()
-
-        def caller() -> None:
-            while not stop.is_set():
-                began = time.monotonic()
-                try:
-                    cluster.request(node_id, MetadataRequest(topics=[]), request_timeout=KILL_DEADLINE)
-                    result = "answered"
-                except KafkaCompatError as exc:
-                    result = type(exc).__name__
-                with lock:
-                    calls.append(Timed(began - start, time.monotonic() - began, result))
-                time.sleep(0.01)
-
-        threads = [threading.Thread(target=caller) for _ in range(KILL_CALLERS)]
-        for thread in threads:
-            thread.start()
-        time.sleep(KILL_AT)
-        broker.kill()
-        killed = time.monotonic() - start
-        time.sleep(RESTART_AFTER)
-        broker.start()
-        back = time.monotonic() - start
-        time.sleep(TRAFFIC_AFTER_RESTART)
-        stop.set()
-        for thread in threads:
-            thread.join(30)
-    return calls, killed, back
-
-
-@pytest.mark.parametrize("driver", ["trio", "asyncio", "blocking"])
+@pytest.mark.parametrize("driver", DRIVERS)
 def test_calls_keep_their_deadline_through_a_kill_9_and_a_restart(driver: str) -> None:
     """The broker process is SIGKILLed under 16 callers and started again on its port: no call
     outlives its deadline (plus a loaded machine's slack), and the calls are answered again."""
     with EmulatorProcess("4.0") as broker:
-        if driver == "trio":
-            calls, killed, back = trio.run(_trio_kill_traffic, broker)
-        elif driver == "asyncio":
-            calls, killed, back = asyncio.run(_asyncio_kill_traffic(broker))
-        else:
-            calls, killed, back = _blocking_kill_traffic(broker)
+        run = kill_and_restart(driver, broker, callers=16, deadline=0.5)
         assert broker.kills == 1
-    _check_kill_timeline(calls, killed, back, driver)
+    assert run.max_overshoot <= REAL_SLACK, sorted(run.calls, key=lambda c: -c.duration)[:5]
+    during = run.during_outage()
+    assert during and all(c.outcome != "answered" for c in during), during  # the outage was seen
+    recovered = run.recovered_after()
+    assert recovered is not None and recovered <= RECOVERY, (recovered, run.back_at, run.calls[-20:])
 
 
 # -- one driver connection: a request into a broker that froze mid-stream ---------------------
