@@ -218,7 +218,7 @@ def _requests(driver: str, run: str, host: str, port: int, connections: int, per
         misrouted = _blocking_requests(host, port, connections, per_connection)
     seconds = time.perf_counter() - started
     total = connections * per_connection
-    how = "one caller a connection, one at a time" if driver == "blocking" else f"{tasks} callers a connection"
+    how = f"{tasks} callers a connection" if driver != "blocking" else "one caller a connection, in turn"
     figures = (
         f"{connections} connection(s) x {per_connection:,} = {total:,} requests ({how}) in {seconds:.1f} s "
         f"({total / seconds:,.0f}/s); {misrouted} misrouted"
