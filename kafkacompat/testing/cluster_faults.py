@@ -16,7 +16,8 @@ functions drive the trio and asyncio clusters, and the blocking
 
 - ``refused``: nothing listens on its port any more;
 - ``black hole``: its port drops every SYN (``BlackHole``), so connects hang;
-- ``silent``: it accepts and reads, and never answers the handshake;
+- ``silent``: it accepts and reads, and never answers anything (not even the
+  pre-0.10 probe the handshake falls back to when ApiVersions goes unanswered);
 - ``reset in handshake``: it resets (RST) the connection on ApiVersions;
 - ``reset in request``: the handshake goes through, and the first bytes of
   the answer to a cluster request (Metadata, FindCoordinator, DescribeCluster,
@@ -231,7 +232,7 @@ def _faults(*faults: Fault) -> FaultSetter:
 FAULTS: dict[str, FaultSetter] = {
     "refused": _refused,
     "black hole": _black_hole,
-    "silent": _faults(Fault.stall(_HANDSHAKE)),
+    "silent": _faults(Fault.stall()),
     "reset in handshake": _faults(Fault.reset(_HANDSHAKE)),
     "reset in request": _faults(*(Fault.reset_after_bytes(_ANSWER_CUT_AT, key) for key in _CLUSTER_REQUESTS)),
     "freeze in handshake": _faults(Fault.freeze(_HANDSHAKE)),
