@@ -2,7 +2,7 @@
 
 The load is ``kafkacompat.testing.record_load`` against its bare broker (a
 process of its own): 1,000 client ids, each on its own connection with its
-request pairs pipelined (32 connections at once), then 8 s in which the
+request pairs pipelined (32 connections at once), then 16 s in which the
 clients come back, 50 a second, each changing its profile, so the writer has
 work every cycle (the case where the old writer, which rewrote the whole book
 in the event loop, stalled every connection).  Meanwhile one request at a time
@@ -52,7 +52,7 @@ ADDED_P99_MS = 5.0
 WRITER_STEP_MS = 10.0
 FULL_COLLECTION_MS = 10.0
 RSS_OVER_IDLE_MIB = 32.0
-SETTLE = 8.0  # seconds after the load: four windows with the writer, four without
+SETTLE = 16.0  # seconds after the load: eight windows with the writer, eight without
 
 
 def _broker() -> tuple[subprocess.Popen[str], str]:
