@@ -22,6 +22,7 @@ clock, with a slack for a loaded machine.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import inspect
 import threading
@@ -222,6 +223,26 @@ async def test_a_waiter_with_time_left_is_not_failed_by_another_callers_deadline
             nursery.start_soon(call, "long", 5.0)
         assert broker.faults.fired(fault) == 1
     assert results == {"short": "KafkaTimeoutError", "long": "answered"}
+
+
+async def test_a_rebootstrap_that_hangs_ends_by_the_calls_deadline(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """KIP-1242: node 2 is believed to be where node 1 listens; node 1 answers 129, so the
+    cluster bootstraps again, and the bootstrap broker then freezes on Metadata."""
+    async with EmulatedCluster(["4.4/kraft-broker", "4.4/kraft-broker"]) as emulated:
+        first = emulated.bootstrap.split(",")[0]
+        async with connect(first, CONFIG) as cluster:
+            right = cluster.brokers[2]
+            stale = dataclasses.replace(right, host=cluster.brokers[1].host, port=cluster.brokers[1].port)
+            cluster._metadata = dataclasses.replace(cluster.metadata, brokers={**cluster.brokers, 2: stale})
+            emulated.brokers[0].add_fault(_FREEZE_METADATA)
+            start = trio.current_time()
+            with pytest.raises(KafkaTimeoutError, match="node 2"):
+                await cluster.request(2, MetadataRequest(topics=[]), request_timeout=0.7)
+            assert trio.current_time() - start <= 0.7 + SLACK
+    answered_129 = [r for r in emulated.brokers[0].requests if r.api_key == 18 and "129" in r.outcome]
+    assert answered_129  # the rebootstrap did happen
 
 
 # -- asyncio, on a clock that jumps over idle waits --------------------------------------------
