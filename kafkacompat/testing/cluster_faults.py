@@ -9,8 +9,8 @@ every call's duration with its deadline.
 holds it to ``ClusterCore``), each as a function of the cluster, a node id and
 the call's ``request_timeout`` (None: the config's ``call_timeout``).  The same
 functions drive the trio and asyncio clusters, and the blocking
-``SyncCluster`` (whose methods return instead of being awaited; see
-``call_blocking``).
+``SyncCluster``, whose methods return instead of being awaited (it has those
+of ``BLOCKING_CALLS``: it hands out no connections).
 
 ``FAULTS`` turns one running ``EmulatedBroker`` (in its trio loop) into:
 
@@ -18,7 +18,8 @@ functions drive the trio and asyncio clusters, and the blocking
 - ``black hole``: its port drops every SYN (``BlackHole``), so connects hang;
 - ``silent``: it accepts and reads, and never answers anything (not even the
   pre-0.10 probe the handshake falls back to when ApiVersions goes unanswered);
-- ``reset in handshake``: it resets (RST) the connection on ApiVersions;
+- ``reset in handshake``: it resets (RST) the connection on ApiVersions (the
+  handshake may then take it for a pre-0.10 broker, which closes on it);
 - ``reset in request``: the handshake goes through, and the first bytes of
   the answer to a cluster request (Metadata, FindCoordinator, DescribeCluster,
   UpdateFeatures) are followed by a reset;
