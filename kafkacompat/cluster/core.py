@@ -15,18 +15,18 @@ import dataclasses
 import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, nullcontext
+from contextlib import AbstractAsyncContextManager
 from typing import Generic
 
 from kafkacompat.cluster.backend import ClusterBackend, ConnT, Job, NodeConnection
-from kafkacompat.cluster.call_deadline import call_budget, call_deadline, current_deadline, time_left
+from kafkacompat.cluster.bootstrap import bootstrap_rounds
+from kafkacompat.cluster.call_deadline import call_budget, call_deadline, time_left
 from kafkacompat.cluster.controller_discovery import ask_controllers
 from kafkacompat.cluster.coordinator_lookup import CoordinatorLookup, KeyTypeLike, find_coordinators
 from kafkacompat.cluster.discovery import (
     RETRIABLE,
     BrokerAddress,
     ClusterMetadata,
-    address_label,
     ask_metadata,
     describe_failure,
     raise_failures,
@@ -45,7 +45,6 @@ from kafkacompat.errors import (
     ClusterMismatchError,
     KafkaCompatError,
     KafkaTimeoutError,
-    NoBrokerReachableError,
     RebootstrapRequiredError,
     TransportError,
     UnknownBrokerError,
@@ -498,65 +497,28 @@ class ClusterCore(Generic[ConnT]):
             await self._bootstrap_rounds()
 
     async def _bootstrap_rounds(self) -> None:
-        """Rounds over the bootstrap addresses, retried by the running call's deadline.
+        """Rounds over the bootstrap addresses, by the running call's deadline (``bootstrap``)."""
+        await bootstrap_rounds(self.bootstrap, self.config.retry, self._backend, self._try_bootstrap_address)
 
-        Cut by the deadline, it is still ``NoBrokerReachableError``: every address
-        with its reason, the one being tried then with the timeout.
-        """
-        reasons: dict[str, KafkaCompatError] = {}
-        rounds = 0
-        deadline = current_deadline()
-        clock = self._backend.clock
-        scope = nullcontext() if deadline is None else self._backend.deadline(deadline, "bootstrapping")
+    async def _try_bootstrap_address(self, host: str, port: int) -> None:
+        """One bootstrap address: opened, asked who the cluster is, checked and adopted; or
+        closed, and its error raised (with its transcript when it is no transport failure)."""
+        conn = self._backend.connection(host, port, self.config, None)
+        self._meant(conn, None)  # a bootstrap connection: no identity, the memory only
         try:
-            async with scope:
-                async for attempt in retrying(
-                    self.config.retry, self._backend.sleep, retry_on=RETRIABLE, deadline=deadline, clock=clock
-                ):
-                    with attempt:
-                        rounds += 1
-                        await self._bootstrap_round(reasons, rounds)
-                        return
-        except KafkaTimeoutError as exc:
-            if not reasons:
-                raise
-            raise NoBrokerReachableError(reasons, rounds=rounds) from exc
-
-    async def _bootstrap_round(self, reasons: dict[str, KafkaCompatError], rounds: int) -> None:
-        fatal: list[KafkaCompatError] = []
-        for host, port in self.bootstrap:
-            label = address_label(host, port)
-            conn = self._backend.connection(host, port, self.config, None)
-            self._meant(conn, None)  # a bootstrap connection: no identity, the memory only
-            # What this address is, should the call's deadline cut it short (replaced by the
-            # outcome otherwise): a listing of every address, whatever ends the rounds.
-            reasons[label] = KafkaTimeoutError("the call's deadline passed while this address was tried")
-            try:
-                await self._backend.open(conn)
-                metadata = await self._discover(conn)
-                # the client-side misrouting check: the cluster Metadata names is the one expected
-                self._client_checks.record(conn, check_answer_source(conn, metadata, None))
-            except KafkaCompatError as exc:
-                await conn.aclose()
-                reasons[label] = exc
-                if not isinstance(exc, RETRIABLE):
-                    attach_context(exc, transcript=conn.handshake.transcript if conn.handshake else None)
-                    fatal.append(exc)
-                log.info("bootstrap address %s failed: %s", label, exc)
-                continue
-            except BaseException:  # cut by the call's deadline (a cancellation): nothing left open
-                await conn.aclose()
-                raise
-            del reasons[label]
-            await self._adopt(metadata, conn)
-            return
-        if fatal:  # an address answered but cannot be used: retrying will not change that
-            error = fatal[0]
-            for label, other in reasons.items():
-                if other is not error:
-                    error.add_note(f"bootstrap address {label}: {describe_failure(other, label)}")
-            raise error
-        raise NoBrokerReachableError(reasons, rounds=rounds)
+            await self._backend.open(conn)
+            metadata = await self._discover(conn)
+            # the client-side misrouting check: the cluster Metadata names is the one expected
+            self._client_checks.record(conn, check_answer_source(conn, metadata, None))
+        except KafkaCompatError as exc:
+            await conn.aclose()
+            if not isinstance(exc, RETRIABLE):
+                attach_context(exc, transcript=conn.handshake.transcript if conn.handshake else None)
+            raise
+        except BaseException:  # cut by the call's deadline (a cancellation): nothing left open
+            await conn.aclose()
+            raise
+        await self._adopt(metadata, conn)
 
     async def _discover(self, conn: ConnT) -> ClusterMetadata:
         """Metadata from a broker; from a KRaft controller, DescribeCluster (or the node alone)."""
