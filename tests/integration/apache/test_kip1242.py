@@ -318,7 +318,8 @@ def check_every_driver_recovers_from_rebootstrap_required(
     refused_at = refused[0].answered_at
     assert refused_at is not None
     again = [
-        c for c in proxy.connections(first)
+        c
+        for c in proxy.connections(first)
         if c.opened_at > refused_at and any(e.api_key == METADATA for e in c.exchanges)
     ]
     assert len(again) == 1  # one new bootstrap round: Metadata read again
@@ -335,8 +336,13 @@ def check_a_call_ends_by_its_deadline_when_bootstrapping_again_fails(kafka: Any,
     )
     with CountingProxy([upstream(kafka, 1)]) as door:
         answer, took = request_stale(
-            driver, door.address(upstream(kafka, 1)), patient, 3, upstream(kafka, 2),
-            timeout=deadline, meanwhile=door.stop,
+            driver,
+            door.address(upstream(kafka, 1)),
+            patient,
+            3,
+            upstream(kafka, 2),
+            timeout=deadline,
+            meanwhile=door.stop,
         )
     assert isinstance(answer, KafkaTimeoutError), answer
     assert took <= deadline + slack, took
