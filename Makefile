@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 DEMO_VENV := .venv-demo
 DEMO_STAMP := $(DEMO_VENV)/.installed
 
-.PHONY: test demo bench lint generate check-generated record-frames fuzz fuzz-asan clean profiles real-kafka real-kafka-rolling verdict-table docs docs-check site browser
+.PHONY: test demo bench soak lint generate check-generated record-frames fuzz fuzz-asan clean profiles real-kafka real-kafka-rolling verdict-table docs docs-check site browser
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -65,6 +65,12 @@ demo:
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# The library under steady load on each driver (bench/soak.py): 5,000 connects with flat memory and
+# file descriptors, 100,000 requests on one connection, 200 connections x 50 requests with nothing
+# misrouted, and a broker process killed (kill -9) and restarted under traffic.  A few minutes.
+soak: $(STAMP)
+	$(BIN)/python -m bench.soak
 
 # Client profiles measured from real client releases in Python, Java, Go and Node (each
 # installed into the kafkacompat cache, never into .venv): kafkacompat/profiles/measured.jsonl.
