@@ -32,6 +32,7 @@ SECTIONS: dict[str, str] = {
     "pipeline": "bench.pipeline",
     "recorder": "bench.recorder",
     "handshake": "bench.handshake",
+    "deadlines": "bench.deadlines",
 }
 
 

@@ -13,18 +13,20 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Generic
 
 from kafkacompat.cluster.backend import ClusterBackend, ConnT, Job, NodeConnection, negotiated
+from kafkacompat.cluster.bootstrap import bootstrap_rounds
+from kafkacompat.cluster.call_deadline import call_budget, call_deadline, time_left
 from kafkacompat.cluster.controller_discovery import ask_controllers
 from kafkacompat.cluster.coordinator_lookup import CoordinatorLookup, KeyTypeLike, find_coordinators
 from kafkacompat.cluster.discovery import (
     RETRIABLE,
     BrokerAddress,
     ClusterMetadata,
-    address_label,
     ask_metadata,
     describe_failure,
     raise_failures,
@@ -43,7 +45,6 @@ from kafkacompat.errors import (
     ClusterMismatchError,
     KafkaCompatError,
     KafkaTimeoutError,
-    NoBrokerReachableError,
     RebootstrapRequiredError,
     TransportError,
     UnknownBrokerError,
@@ -138,12 +139,13 @@ class ClusterCore(Generic[ConnT]):
 
     # -- connections --------------------------------------------------------------------
 
-    async def connection(self, node_id: int, *, deadline: float | None = None) -> ConnT:
+    async def connection(self, node_id: int, *, request_timeout: float | None = None) -> ConnT:
         """The negotiated connection to ``node_id``: opened, or negotiated again, when needed.
 
         Callers that find another one opening the node wait for it and share its
         outcome (its failure too) rather than each running a retry loop of their own.
-        ``deadline`` (on the loop's clock) stops the retries from sleeping past it.
+        ``request_timeout`` (default: ``config.call_timeout``) bounds the wait for
+        the node, the connecting and the retries (see ``call_deadline``).
         """
         self._check_open()
         broker = self.brokers.get(node_id)
@@ -155,8 +157,15 @@ class ClusterCore(Generic[ConnT]):
         conn = self._connections.get(node_id)
         if conn is not None and conn.is_ready:
             return conn
+        what = f"connecting to node {node_id} at {broker.address}"
+        async with self._call(request_timeout, what) as deadline:
+            return await self._open_or_share(node_id, broker, deadline, what)
+
+    async def _open_or_share(self, node_id: int, broker: BrokerAddress, deadline: float, what: str) -> ConnT:
+        # The wait for the lock and the opening are cut at the deadline itself, as this
+        # step's failure: a fan-out still reports the nodes that answered.
         ended_before, _ = self._attempts.get(node_id, (0, None))
-        async with self._lock(node_id):
+        async with self._backend.deadline(deadline, what), self._lock(node_id):
             conn = self._connections.get(node_id)
             if conn is not None and conn.is_ready:
                 return conn
@@ -171,22 +180,30 @@ class ClusterCore(Generic[ConnT]):
                 except (RebootstrapRequiredError, ClusterMismatchError) as exc:  # KIP-1242: someone else
                     conn = await self._rebootstrapped(broker, exc, deadline)
             except KafkaCompatError as exc:
+                # An attempt cut by its caller's deadline is no failure of the node's (it is a
+                # cancellation here, not recorded): a waiter with time left tries on its own.
                 self._attempts[node_id] = (ended + 1, exc)
                 raise
             self._attempts[node_id] = (ended + 1, None)
             self._connections[node_id] = conn
             return conn
 
-    async def any_connection(self, *, deadline: float | None = None) -> ConnT:
+    async def any_connection(self, *, request_timeout: float | None = None) -> ConnT:
         """A connection that is ready now, else the first broker (by node id) that opens."""
         ready = self.connected()
         if ready:
             return next(iter(ready.values()))
+        async with self._call(request_timeout, "connecting to any broker"):
+            return await self._any_connection()
+
+    async def _any_connection(self) -> ConnT:
         failures: dict[int, KafkaCompatError] = {}
         tried, _ = fanout_split(list(self.brokers), set(), self.config.max_fanout)  # a broker named them
         for node_id in tried:
+            if failures:
+                self._check_time_left("connecting to any broker", failures)
             try:
-                return await self.connection(node_id, deadline=deadline)
+                return await self.connection(node_id)
             except RETRIABLE as exc:
                 failures[node_id] = exc
         error = BrokersUnavailableError(failures, self._labels())
@@ -195,15 +212,23 @@ class ClusterCore(Generic[ConnT]):
             error.add_note(fanout_error(named - len(tried), named, len(tried)).message)
         raise error
 
-    async def open_all(self) -> tuple[dict[int, ConnT], dict[int, KafkaCompatError]]:
+    async def open_all(
+        self, *, request_timeout: float | None = None
+    ) -> tuple[dict[int, ConnT], dict[int, KafkaCompatError]]:
         """Connect to every broker concurrently: (connections, failures), both by node id.
 
         The brokers come from a broker's answer, so the fan-out is bounded:
         at most ``config.max_fanout`` of them (those connected already first,
         then by node id), ``config.fanout_concurrency`` being opened at once.
         The others fail with one shared ``FanOutLimitError``, so they are
-        reported, not dropped.
+        reported, not dropped.  A broker still opening when the deadline
+        (``request_timeout``, else ``config.call_timeout``) passes fails with
+        ``KafkaTimeoutError``.
         """
+        async with self._call(request_timeout, "connecting to every broker"):
+            return await self._open_all()
+
+    async def _open_all(self) -> tuple[dict[int, ConnT], dict[int, KafkaCompatError]]:
         opened: dict[int, ConnT] = {}
         failed: dict[int, KafkaCompatError] = {}
         chosen, skipped = fanout_split(list(self.brokers), set(self.connected()), self.config.max_fanout)
@@ -234,39 +259,56 @@ class ClusterCore(Generic[ConnT]):
         """Send ``message`` to ``node_id`` (None: any broker) at its negotiated (or the given) version.
 
         ``request_timeout`` bounds the whole call: waiting for the node's
-        connection, connecting, negotiating and retrying included.
+        connection, connecting, negotiating and retrying included.  Without
+        it the call ends by ``config.call_timeout``, and the request itself by
+        ``config.request_timeout``.
         """
-        if request_timeout is None:
-            conn = await (self.any_connection() if node_id is None else self.connection(node_id))
-            return await conn.request(message, version=version)
-        deadline = self._backend.clock() + request_timeout
         where = "a broker" if node_id is None else f"node {node_id}"
-        async with self._backend.deadline(deadline, f"sending {message.NAME} to {where}"):
+        per_request = self.config.request_timeout if request_timeout is None else request_timeout
+        conn = self._ready_connection(node_id)
+        if conn is not None:  # the common case: no scope to enter, the request's own deadline
+            budget = call_budget(self.config, request_timeout)
+            left = time_left(min(per_request, budget), f"sending {message.NAME} to {where}")
+            return await conn.request(message, version=version, request_timeout=left)
+        async with self._call(request_timeout, f"sending {message.NAME} to {where}"):
             if node_id is None:
-                conn = await self.any_connection(deadline=deadline)
+                conn = await self._any_connection()
             else:
-                conn = await self.connection(node_id, deadline=deadline)
-            left = deadline - self._backend.clock()
-            if left <= 0:
-                raise KafkaTimeoutError(f"timed out connecting to {where} to send {message.NAME}")
+                conn = await self.connection(node_id)
+            left = time_left(per_request, f"sending {message.NAME} to {where}")
             return await conn.request(message, version=version, request_timeout=left)
 
-    async def pick_version(self, node_id: int, api_key: int) -> int:
+    def _ready_connection(self, node_id: int | None) -> ConnT | None:
+        if node_id is None:
+            return next(iter(self.connected().values()), None)
+        conn = self._connections.get(node_id)
+        return conn if conn is not None and conn.is_ready and not self._closed else None
+
+    async def pick_version(self, node_id: int, api_key: int, *, request_timeout: float | None = None) -> int:
         """The version ``api_key`` would be sent at to ``node_id`` (connecting if needed): a thin
         alias of ``capabilities.pick_version(api_key)`` on that node's connection."""
-        return negotiated(await self.connection(node_id)).pick_version(api_key)
+        conn = await self.connection(node_id, request_timeout=request_timeout)
+        return negotiated(conn).pick_version(api_key)
 
-    async def refresh_metadata(self) -> ClusterMetadata:
+    async def refresh_metadata(self, *, request_timeout: float | None = None) -> ClusterMetadata:
         """Ask a known broker for Metadata again (the bootstrap list when none answers)."""
         self._check_open()
+        async with self._call(request_timeout, "refreshing the metadata"):
+            return await self._refresh_metadata()
+
+    async def _refresh_metadata(self) -> ClusterMetadata:
         connected = self.connected()
         order = [*connected, *(n for n in self.brokers if n not in connected)][: self.config.max_fanout]
+        failures: dict[int, KafkaCompatError] = {}
         for node_id in order:
+            if failures:
+                self._check_time_left("refreshing the metadata", failures)
             try:
                 conn = await self.connection(node_id)
                 metadata = await self._discover(conn)
             except (*RETRIABLE, RebootstrapRequiredError, ClusterMismatchError) as exc:
                 log.info("metadata refresh from node %s failed: %s", node_id, exc)
+                failures[node_id] = exc
                 continue
             try:
                 self._client_checks.record(conn, check_answer_source(conn, metadata, self._cluster_known()))
@@ -274,25 +316,29 @@ class ClusterCore(Generic[ConnT]):
                 return await self._rebootstrapped_by_answer(node_id, conn, exc)
             await self._apply(metadata)
             return metadata
-        await self._bootstrap()
+        await self._bootstrap_rounds()
         return self.metadata
 
     # -- cluster questions --------------------------------------------------------------
 
-    async def capabilities(self, *, require_all: bool = True) -> dict[int, BrokerCapabilities]:
+    async def capabilities(
+        self, *, require_all: bool = True, request_timeout: float | None = None
+    ) -> dict[int, BrokerCapabilities]:
         """Each broker's negotiated capabilities, connecting to all of them concurrently.
 
-        With ``require_all=False`` the unreachable brokers are left out (at
-        least one must answer); otherwise their failure is raised.
+        With ``require_all=False`` the unreachable brokers (those still opening
+        at the deadline too) are left out (at least one must answer); otherwise
+        their failure is raised.
         """
-        opened, failed = await self.open_all()
+        async with self._call(request_timeout, "reading every broker's capabilities"):
+            opened, failed = await self._open_all()
         if failed and (require_all or not opened):
             raise_failures(failed, self._labels())
         return {node_id: _capabilities_of(conn) for node_id, conn in opened.items()}
 
-    async def view(self) -> ClusterView:
+    async def view(self, *, request_timeout: float | None = None) -> ClusterView:
         """What every broker accepts (common versions) and where they differ (skew)."""
-        capabilities = await self.capabilities()
+        capabilities = await self.capabilities(request_timeout=request_timeout)
         return build_cluster_view(capabilities.values(), self.config.policy)
 
     async def find_coordinators(
@@ -304,24 +350,32 @@ class ClusterCore(Generic[ConnT]):
         max_attempts: int | None = None,
         request_timeout: float | None = None,
     ) -> CoordinatorLookup:
-        """The coordinator of every key: batched where the broker allows it (KIP-699)."""
-        return await find_coordinators(
-            self, self._backend, keys, key_type, max_batch=max_batch, max_attempts=max_attempts,
-            request_timeout=request_timeout,
-        )
+        """The coordinator of every key: batched where the broker allows it (KIP-699).
 
-    async def describe_features(self) -> ClusterFeatures:
+        ``request_timeout`` bounds the whole lookup (default: ``config.call_timeout``);
+        keys still unresolved when no round fits before it fail, with the reason.
+        """
+        async with self._call(request_timeout, "looking up coordinators"):
+            return await find_coordinators(
+                self, self._backend, keys, key_type, max_batch=max_batch, max_attempts=max_attempts
+            )
+
+    async def describe_features(self, *, request_timeout: float | None = None) -> ClusterFeatures:
         """Supported and finalized features of every broker, merged by epoch."""
-        return await describe_features(self, self._backend)
+        async with self._call(request_timeout, "describing the features"):
+            return await describe_features(self, self._backend)
 
     async def update_features(
         self, updates: Mapping[str, int], *, dry_run: bool = False, unsafe: bool = False,
         request_timeout: float | None = None,
     ) -> FeatureUpdateReport:
-        """Finalize feature levels, after checking every broker supports them."""
-        return await update_features(
-            self, self._backend, updates, dry_run=dry_run, unsafe=unsafe, request_timeout=request_timeout
-        )
+        """Finalize feature levels, after checking every broker supports them.
+
+        ``request_timeout`` bounds the whole call, the check included (default:
+        ``config.call_timeout``).
+        """
+        async with self._call(request_timeout, "updating the features"):
+            return await update_features(self, self._backend, updates, dry_run=dry_run, unsafe=unsafe)
 
     async def aclose(self) -> None:
         """Close every connection; the cluster cannot be used afterwards."""
@@ -340,6 +394,19 @@ class ClusterCore(Generic[ConnT]):
     def _check_open(self) -> None:
         if self._closed:
             raise TransportError("the cluster connection is closed")
+
+    def _call(self, request_timeout: float | None, what: str) -> AbstractAsyncContextManager[float]:
+        """The deadline of a public call (see ``call_deadline``)."""
+        return call_deadline(self._backend, self.config, request_timeout, what)
+
+    def _check_time_left(self, what: str, failures: Mapping[int, KafkaCompatError]) -> None:
+        """Before trying the next node: raise, with what failed so far, when no time is left."""
+        try:
+            time_left(math.inf, f"{what} (next node)")
+        except KafkaTimeoutError as exc:
+            for node_id, failure in failures.items():
+                exc.add_note(f"node {node_id}: {describe_failure(failure, '')}")
+            raise
 
     def _labels(self) -> dict[int, str]:
         return {node_id: b.address for node_id, b in self.brokers.items()}
@@ -381,7 +448,7 @@ class ClusterCore(Generic[ConnT]):
         log.info("node %s at %s is someone else now: bootstrapping again", stale.node_id, stale.address)
         self._connections.pop(stale.node_id, None)
         cluster_before = self._cluster_known()
-        await self._bootstrap()
+        await self._bootstrap_rounds()
         adopted = self._connections.pop(stale.node_id, None)
         if adopted is not None and adopted.is_ready and adopted.handshake is not None:
             return adopted  # the bootstrap connection answered from the node's new address
@@ -401,7 +468,7 @@ class ClusterCore(Generic[ConnT]):
             del self._connections[node_id]
             self._retired_changes.extend(conn.changes)
         await conn.aclose()
-        await self._bootstrap()
+        await self._bootstrap_rounds()  # by the running call's deadline
         return self.metadata
 
     async def _checked(self, conn: ConnT) -> ConnT:
@@ -425,42 +492,34 @@ class ClusterCore(Generic[ConnT]):
         conn.api_versions_memory = self._api_versions_memory
 
     async def _bootstrap(self) -> None:
-        reasons: dict[str, KafkaCompatError] = {}
-        rounds = 0
-        async for attempt in retrying(self.config.retry, self._backend.sleep, retry_on=RETRIABLE):
-            with attempt:
-                rounds += 1
-                await self._bootstrap_round(reasons, rounds)
-                return
+        """Discover the cluster from the bootstrap list (``connect`` runs it), by
+        ``config.call_timeout``."""
+        async with self._call(None, "bootstrapping"):
+            await self._bootstrap_rounds()
 
-    async def _bootstrap_round(self, reasons: dict[str, KafkaCompatError], rounds: int) -> None:
-        fatal: list[KafkaCompatError] = []
-        for host, port in self.bootstrap:
-            label = address_label(host, port)
-            conn = self._backend.connection(host, port, self.config, None)
-            self._meant(conn, None)  # a bootstrap connection: no identity, the memory only
-            try:
-                await self._backend.open(conn)
-                metadata = await self._discover(conn)
-                # the client-side misrouting check: the cluster Metadata names is the one expected
-                self._client_checks.record(conn, check_answer_source(conn, metadata, None))
-            except KafkaCompatError as exc:
-                await conn.aclose()
-                reasons[label] = exc
-                if not isinstance(exc, RETRIABLE):
-                    attach_context(exc, transcript=conn.handshake.transcript if conn.handshake else None)
-                    fatal.append(exc)
-                log.info("bootstrap address %s failed: %s", label, exc)
-                continue
-            await self._adopt(metadata, conn)
-            return
-        if fatal:  # an address answered but cannot be used: retrying will not change that
-            error = fatal[0]
-            for label, other in reasons.items():
-                if other is not error:
-                    error.add_note(f"bootstrap address {label}: {describe_failure(other, label)}")
-            raise error
-        raise NoBrokerReachableError(reasons, rounds=rounds)
+    async def _bootstrap_rounds(self) -> None:
+        """Rounds over the bootstrap addresses, by the running call's deadline (``bootstrap``)."""
+        await bootstrap_rounds(self.bootstrap, self.config.retry, self._backend, self._try_bootstrap_address)
+
+    async def _try_bootstrap_address(self, host: str, port: int) -> None:
+        """One bootstrap address: opened, asked who the cluster is, checked and adopted; or
+        closed, and its error raised (with its transcript when it is no transport failure)."""
+        conn = self._backend.connection(host, port, self.config, None)
+        self._meant(conn, None)  # a bootstrap connection: no identity, the memory only
+        try:
+            await self._backend.open(conn)
+            metadata = await self._discover(conn)
+            # the client-side misrouting check: the cluster Metadata names is the one expected
+            self._client_checks.record(conn, check_answer_source(conn, metadata, None))
+        except KafkaCompatError as exc:
+            await conn.aclose()
+            if not isinstance(exc, RETRIABLE):
+                attach_context(exc, transcript=conn.handshake.transcript if conn.handshake else None)
+            raise
+        except BaseException:  # cut by the call's deadline (a cancellation): nothing left open
+            await conn.aclose()
+            raise
+        await self._adopt(metadata, conn)
 
     async def _discover(self, conn: ConnT) -> ClusterMetadata:
         """Metadata from a broker; from a KRaft controller, DescribeCluster (or the node alone)."""

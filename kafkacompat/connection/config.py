@@ -146,6 +146,9 @@ class ConnectionConfig:
 
     connect_timeout: float = 10.0
     request_timeout: float = 30.0
+    #: The deadline of a cluster call that names no ``request_timeout`` of its own: waiting
+    #: for a node, connecting, retrying and the requests together (Kafka's default.api.timeout.ms).
+    call_timeout: float = 60.0
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
     client_id: str | None = DEFAULT_CLIENT_ID
@@ -180,7 +183,7 @@ class ConnectionConfig:
             raise ConfigError("max_in_flight must be at least 1")
         if not 0 < self.max_frame_size <= 0x7FFFFFFF:
             raise ConfigError("max_frame_size must be between 1 and 2**31-1")
-        if self.connect_timeout <= 0 or self.request_timeout <= 0:
+        if self.connect_timeout <= 0 or self.request_timeout <= 0 or self.call_timeout <= 0:
             raise ConfigError("timeouts must be positive")
         if self.client_id is not None and not isinstance(self.client_id, str):
             raise ConfigError(f"client_id must be a str or None, not {type(self.client_id).__name__}")
