@@ -8,17 +8,38 @@ before the fence says what the commands run against::
     <!-- docs-check: none -->            no broker (help, usage errors, file errors)
     <!-- docs-check: emulated 2.8 3.0 -->  an emulated cluster of these releases, one broker each
     <!-- docs-check: emulated 3.9 metadata.version=20 -->  ... with these finalized feature levels
+    <!-- docs-check: emulated 3.9 3.8 metadata.version=20 epoch=5 node2:epoch=4 node2:metadata.version=19 -->
+        ... finalized at epoch 5, node 2 still reporting what it knew at epoch 4 (behind the metadata log)
     <!-- docs-check: tansu -->           Tansu, the testing kit's real broker (``TansuBroker``)
     <!-- docs-check: kafka09 -->         a real Apache Kafka 0.9.0.1 (``Kafka09Broker``)
-    <!-- docs-check: skip: REASON -->    not run, for the reason given (a broker the kit
-                                         cannot start, a tool the project does not install)
+    <!-- docs-check: noida -->           noida-db 0.2.3's Kafka service (``NoidaBroker``)
+    <!-- docs-check: librdkafka-mock --> librdkafka 2.0.2's mock cluster (``LibrdkafkaMockBroker``)
+    <!-- docs-check: skip: REASON -->    not run, for the reason given (a tool the project
+                                         does not install)
 
-Every ``127.0.0.1:PORT`` of a command is replaced with the broker's address
-(for several brokers, in order).  Before comparing, ports, cluster ids made of
-ports, times, dates and temporary paths are replaced with placeholders on both
-sides, so a run on another day and other ports compares equal.  A cut output
-shows ``[... N lines omitted ...]`` (or ``[... N lines omitted: what ...]``):
-any number of lines match it.
+Any target may end in ``free-port`` words: each adds a loopback address where
+nothing listens yet, after the target's own (for ``emulate --port`` or
+``record --listen``).
+
+Addresses: each distinct ``127.0.0.1:PORT`` of a block (and each ``--port
+PORT``) stands for the target's next address, in order of first appearance,
+so the same port means the same broker in every command of the block; what
+the commands print is shown with the doc's ports, so the doc keeps its ports
+from one update to the next.  Temporary paths: a ``/tmp/NAME/...`` path
+stands for a fresh directory made for the document (the same one in each of
+its blocks), so one block can read what another wrote; it is shown as
+written.
+
+A command ending in `` &`` runs in the background, as a shell runs it: the
+next command starts once it has printed its first line, and when the block's
+last command is done it gets SIGINT (Ctrl-C).  Its output, shown under it, is
+all it printed until it exited.
+
+Before comparing, ports, cluster ids made of ports, times, dates and
+temporary paths are replaced with placeholders on both sides, so a run on
+another day and other ports compares equal.  A cut output shows ``[... N
+lines omitted ...]`` (or ``[... N lines omitted: what ...]``): any number of
+lines match it.
 
 ``python -m tests.support.docs_check`` checks every marked block (``make
 docs-check``) and ``--update`` rewrites the outputs with what the commands
@@ -33,11 +54,16 @@ import contextlib
 import io
 import os
 import re
+import shlex
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +73,14 @@ FENCE = re.compile(r"^```")
 OMITTED = re.compile(r"^\[\.\.\. (\d+) lines omitted(?P<what>: [^\]]*?)? \.\.\.\]$")
 EXIT = re.compile(r"^\[exit (\d+)\]$")
 ADDRESS = re.compile(r"127\.0\.0\.1:\d+")
+# What stands for one of the target's addresses in a command: an address, or the port of --port.
+PLACE = re.compile(r"127\.0\.0\.1:(?P<port>\d+)|(?<=--port )(?P<flag_port>\d+)\b")
+# Where output names one of the target's ports: an address, a port in JSON, an emulated cluster's id.
+SHOWN_PORT = re.compile(r'(?P<head>127\.0\.0\.1:|"port": ?|emulated-[0-9.+]+-)(?P<port>\d+)\b')
+TEMPORARY = re.compile(r"/tmp/(?P<name>[^/\s'\"]+)")
+BACKGROUND = re.compile(r"\s+&$")
 TIMEOUT = 120.0
+STOP_TIMEOUT = 30.0  # a background command's wait for its exit after SIGINT
 # (pattern, placeholder): what differs from run to run.
 PLACEHOLDERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"emulated-([0-9.+]+)-\d+"), r"emulated-\1-PORT"),
@@ -61,9 +94,14 @@ PLACEHOLDERS: tuple[tuple[re.Pattern[str], str], ...] = (
 
 @dataclass
 class Command:
-    argv: str  # what follows "$ kafkacompat "
+    argv: str  # what follows "$ kafkacompat ", without a trailing " &"
     output: list[str]
     exit: int | None
+    background: bool = False
+
+    @property
+    def line(self) -> str:
+        return f"$ kafkacompat {self.argv}{' &' if self.background else ''}".rstrip()
 
 
 @dataclass
@@ -85,7 +123,9 @@ def _parse_commands(lines: Sequence[str]) -> list[Command]:
     commands: list[Command] = []
     for line in lines:
         if line.startswith("$ kafkacompat"):
-            commands.append(Command(line.removeprefix("$ kafkacompat").strip(), [], None))
+            argv = line.removeprefix("$ kafkacompat").strip()
+            background = BACKGROUND.search(" " + argv) is not None
+            commands.append(Command(BACKGROUND.sub("", " " + argv).strip(), [], None, background))
         elif commands and (found := EXIT.match(line)):
             commands[-1].exit = int(found[1])
         elif commands:
@@ -122,19 +162,27 @@ def unmarked(path: Path) -> list[int]:
 
 @contextmanager
 def target(name: str) -> Iterator[list[str]]:
-    """The addresses of what ``name`` describes, running while inside."""
+    """The addresses of what ``name`` describes (then its free ports), running while inside."""
     kind, *args = name.split()
+    free = [f"127.0.0.1:{free_port()}" for arg in args if arg == "free-port"]
+    args = [arg for arg in args if arg != "free-port"]
+    with _running(kind, args) as addresses:
+        yield [*addresses, *free]
+
+
+def free_port() -> int:
+    from kafkacompat.testing import free_port as kit_free_port
+
+    return kit_free_port()
+
+
+@contextmanager
+def _running(kind: str, args: Sequence[str]) -> Iterator[list[str]]:
     if kind == "none":
         yield []
     elif kind == "emulated":
-        from kafkacompat.testing import ThreadedCluster
-
-        releases = [arg for arg in args if "=" not in arg]
-        finalized = {name: int(level) for name, _, level in (a.partition("=") for a in args if "=" in a)}
-        with ThreadedCluster(
-            releases or ["3.9"], cluster_id="docs-cluster", finalized_features=finalized or None
-        ) as cluster:
-            yield cluster.addresses
+        with _emulated(args) as addresses:
+            yield addresses
     elif kind == "tansu":
         from kafkacompat.testing import TansuBroker
 
@@ -145,25 +193,160 @@ def target(name: str) -> Iterator[list[str]]:
 
         with Kafka09Broker() as kafka:
             yield [kafka.bootstrap]
+    elif kind == "noida":
+        from kafkacompat.testing import NoidaBroker
+
+        with NoidaBroker() as noida:
+            yield [noida.bootstrap]
+    elif kind == "librdkafka-mock":
+        from kafkacompat.testing import LibrdkafkaMockBroker
+
+        with LibrdkafkaMockBroker() as mock:
+            yield [mock.bootstrap]
     else:
-        raise ValueError(f"unknown docs-check target {name!r}")
+        raise ValueError(f"unknown docs-check target {kind!r}")
 
 
-def _with_addresses(argv: str, addresses: Sequence[str]) -> str:
-    """``argv`` with its loopback addresses replaced, in order, by the running broker's."""
-    given = iter(addresses)
-    return ADDRESS.sub(lambda m: next(given, m.group(0)), argv)
+@contextmanager
+def _emulated(args: Sequence[str]) -> Iterator[list[str]]:
+    """``RELEASE[/KIND]...``, ``NAME=LEVEL``, ``epoch=N``, ``nodeN:epoch=E``, ``nodeN:NAME=LEVEL``."""
+    from kafkacompat.testing import ThreadedCluster
+    from kafkacompat.testing.emulator.state import FeatureSnapshot
+
+    releases: list[str] = []
+    finalized: dict[str, int] = {}
+    epoch: int | None = None
+    held: dict[int, dict[str, int]] = {}  # node id -> its epoch ("epoch") and levels
+    for arg in args:
+        setting, equals, value = arg.partition("=")
+        if not equals:
+            releases.append(arg)
+            continue
+        node, colon, name = setting.partition(":")
+        if colon:
+            if not node.startswith("node") or not node[4:].isdigit():
+                raise ValueError(f"docs-check: {arg!r} is not nodeN:NAME=LEVEL")
+            held.setdefault(int(node[4:]), {})[name] = int(value)
+        elif setting == "epoch":
+            epoch = int(value)
+        else:
+            finalized[setting] = int(value)
+    with ThreadedCluster(
+        releases or ["3.9"], cluster_id="docs-cluster", finalized_features=finalized or None,
+        finalized_epoch=epoch,
+    ) as cluster:
+        for node_id, seen in held.items():
+            levels = {name: level for name, level in seen.items() if name != "epoch"}
+            cluster.broker(node_id).hold_features(FeatureSnapshot(seen["epoch"], levels))
+        yield cluster.addresses
+
+
+@dataclass
+class Place:
+    """Where a block runs: the target's addresses by the ports the block shows, and the document's folders.
+
+    A port is given the target's next address the first time the block shows
+    it; a ``/tmp/NAME`` folder the document's directory for NAME.
+    """
+
+    addresses: Sequence[str]
+    folders: dict[str, Path]
+    by_port: dict[str, str] = field(default_factory=dict)
+
+    def _address(self, port: str) -> str | None:
+        if port not in self.by_port and len(self.by_port) < len(self.addresses):
+            self.by_port[port] = self.addresses[len(self.by_port)]
+        return self.by_port.get(port)
+
+    def _placed(self, found: re.Match[str]) -> str:
+        address = self._address(found["port"] or found["flag_port"])
+        if address is None:
+            return found.group(0)
+        return address if found["port"] else address.rpartition(":")[2]
+
+    def runnable(self, argv: str) -> str:
+        """``argv`` as it is run: the target's ports, and the document's folders for ``/tmp/NAME``."""
+        placed = PLACE.sub(self._placed, argv)
+        return TEMPORARY.sub(lambda found: str(self._folder(found["name"])), placed)
+
+    def _folder(self, name: str) -> Path:
+        if name not in self.folders:
+            self.folders[name] = Path(tempfile.mkdtemp(prefix="kafkacompat-docs-"))
+        return self.folders[name]
+
+    def output(self, lines: Sequence[str]) -> list[str]:
+        """What a command printed, in the doc's terms: its ports for the target's, its folder names."""
+        ports = {address.rpartition(":")[2]: port for port, address in self.by_port.items()}
+
+        def port(found: re.Match[str]) -> str:
+            return found["head"] + ports.get(found["port"], found["port"])
+
+        shown = [SHOWN_PORT.sub(port, line) for line in lines]
+        for name, folder in self.folders.items():
+            shown = [line.replace(str(folder), f"/tmp/{name}") for line in shown]
+        return shown
+
+
+def _environment() -> dict[str, str]:
+    return {**os.environ, "COLUMNS": "80", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+
+
+def _argv(command: str) -> list[str]:
+    return [sys.executable, "-m", "kafkacompat.cli", *shlex.split(command, comments=True)]
 
 
 def run(argv: str, addresses: Sequence[str]) -> tuple[list[str], int]:
-    command = _with_addresses(argv, addresses)
-    env = {**os.environ, "COLUMNS": "80", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    """Run ``kafkacompat ARGV`` against ``addresses``: (stdout then stderr, as lines; the exit status)."""
+    return _run(Place(addresses, {}).runnable(argv))
+
+
+def _run(command: str) -> tuple[list[str], int]:
     done = subprocess.run(
-        f"{sys.executable} -m kafkacompat.cli {command}",
-        shell=True, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT, check=False,
+        _argv(command), cwd=ROOT, env=_environment(), capture_output=True, text=True, timeout=TIMEOUT,
+        check=False,
     )
-    out = (done.stdout + done.stderr).splitlines()
-    return out, done.returncode
+    return (done.stdout + done.stderr).splitlines(), done.returncode
+
+
+class Background:
+    """A command run as with ``&``: started, waited for until its first line, stopped with SIGINT."""
+
+    def __init__(self, command: str) -> None:
+        self.process = subprocess.Popen(
+            _argv(command), cwd=ROOT, env=_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.stdout: list[str] = []
+        self.stderr: list[str] = []
+        self.started = threading.Event()
+        self.readers = [
+            threading.Thread(target=self._read, args=(self.process.stdout, self.stdout, True), daemon=True),
+            threading.Thread(target=self._read, args=(self.process.stderr, self.stderr, False), daemon=True),
+        ]
+        for reader in self.readers:
+            reader.start()
+        self.started.wait(TIMEOUT)
+
+    def _read(self, stream: io.TextIOBase | None, into: list[str], first: bool) -> None:
+        assert stream is not None
+        for line in stream:
+            into.append(line.rstrip("\n"))
+            if first:
+                self.started.set()
+        self.started.set()  # it ended without a line: nothing to wait for
+
+    def stop(self) -> tuple[list[str], int]:
+        """SIGINT, as Ctrl-C; then (stdout then stderr, the exit status).  Killed if it outlives the wait."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+        try:
+            code = self.process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = self.process.wait()
+        for reader in self.readers:
+            reader.join(STOP_TIMEOUT)
+        return [*self.stdout, *self.stderr], code
 
 
 def matches(shown: Sequence[str], actual: Sequence[str]) -> bool:
@@ -215,23 +398,34 @@ def _shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def check_block(block: Block) -> tuple[list[str], list[str]]:
-    """(problems, the block's new lines)."""
+def check_block(block: Block, folders: dict[str, Path] | None = None) -> tuple[list[str], list[str]]:
+    """(problems, the block's new lines); ``folders``: the document's ``/tmp/NAME`` directories."""
     problems: list[str] = []
-    new_lines: list[str] = []
+    results: list[tuple[list[str], int]] = []
     with ExitStack() as stack:
-        addresses = stack.enter_context(target(block.target))
-        for command in block.commands:
-            actual, code = run(command.argv, addresses)
-            where = f"{_shown(block.path)}:{block.start}: $ kafkacompat {command.argv}"
-            if command.exit is not None and code != command.exit:
-                problems.append(f"{where}: exit {code}, the doc shows {command.exit}")
-            if not matches(command.output, actual):
-                problems.append(f"{where}: the output differs from the doc")
-            shown_argv = _with_addresses(command.argv, addresses)
-            new_lines += [f"$ kafkacompat {shown_argv}".rstrip(), *_with_cut(command.output, actual)]
-            if command.exit is not None:
-                new_lines.append(f"[exit {code}]")
+        place = Place(stack.enter_context(target(block.target)), {} if folders is None else folders)
+        running: dict[int, Background] = {}
+        try:
+            for index, command in enumerate(block.commands):
+                if command.background:
+                    running[index] = Background(place.runnable(command.argv))
+                    results.append(([], 0))
+                else:
+                    results.append(_run(place.runnable(command.argv)))
+        finally:  # the block is done: Ctrl-C to what it left running, in the reverse order
+            for index in sorted(running, reverse=True):
+                results[index] = running[index].stop()
+    new_lines: list[str] = []
+    for command, (printed, code) in zip(block.commands, results, strict=True):
+        actual = place.output(printed)
+        where = f"{_shown(block.path)}:{block.start}: {command.line}"
+        if command.exit is not None and code != command.exit:
+            problems.append(f"{where}: exit {code}, the doc shows {command.exit}")
+        if not matches(command.output, actual):
+            problems.append(f"{where}: the output differs from the doc")
+        new_lines += [command.line, *_with_cut(command.output, actual)]
+        if command.exit is not None:
+            new_lines.append(f"[exit {code}]")
     return problems, new_lines
 
 
@@ -289,6 +483,36 @@ def cli_reference() -> str:
     return "\n".join(parts)
 
 
+def check_document(path: Path, update: bool) -> tuple[list[str], int, int]:
+    """(problems, commands checked, commands skipped) of one document; ``update`` rewrites its outputs."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    problems: list[str] = []
+    checked = skipped = 0
+    changes: list[tuple[Block, list[str]]] = []
+    folders: dict[str, Path] = {}  # the document's /tmp/NAME directories, shared by its blocks
+    try:
+        for block in blocks(path):  # in order: a block may read what an earlier one wrote
+            if block.target.startswith("skip"):
+                reason = block.target.removeprefix("skip:").strip()
+                if not reason or not block.target.startswith("skip: "):
+                    problems.append(f"{_shown(path)}:{block.start}: a skipped block must say why: skip: WHY")
+                skipped += len(block.commands)
+                continue
+            found, new_lines = check_block(block, folders)
+            checked += len(block.commands)
+            changes.append((block, new_lines))
+            if not update:
+                problems += found
+    finally:
+        for folder in folders.values():
+            shutil.rmtree(folder, ignore_errors=True)
+    if update:
+        for block, new_lines in reversed(changes):  # from the end: earlier line numbers stay right
+            lines[block.start : block.end] = new_lines
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return problems, checked, skipped
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--update", action="store_true", help="rewrite the outputs with what runs now")
@@ -297,22 +521,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     problems: list[str] = []
     checked = skipped = 0
     for path in [p.resolve() for p in args.paths] or DOCUMENTS:
-        lines = path.read_text(encoding="utf-8").splitlines()
-        for block in reversed(list(blocks(path))):  # from the end: earlier line numbers stay right
-            if block.target.startswith("skip"):
-                reason = block.target.removeprefix("skip:").strip()
-                if not reason or not block.target.startswith("skip: "):
-                    problems.append(f"{_shown(path)}:{block.start}: a skipped block must say why: skip: WHY")
-                skipped += len(block.commands)
-                continue
-            found, new_lines = check_block(block)
-            checked += len(block.commands)
-            if args.update:
-                lines[block.start : block.end] = new_lines
-            else:
-                problems += found
-        if args.update:
-            path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        found, done, left = check_document(path, args.update)
+        problems += found
+        checked += done
+        skipped += left
     if not args.paths:
         reference = cli_reference()
         if args.update:
