@@ -14,7 +14,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +130,7 @@ def run_report(args: argparse.Namespace) -> int:
         )
         counts = write_fleet_report(report, args.out, args.format)
         first = _upgrade_first_lines(report)
+        bad_lines = _bad_lines(report) if counts.get("bad_records") else []
         report.unpersist()
     except BaseException:
         if jvm_log is not None:
@@ -141,7 +142,7 @@ def run_report(args: argparse.Namespace) -> int:
     if jvm_log is not None:
         jvm_log.unlink(missing_ok=True)
     elapsed = time.perf_counter() - started
-    _print_summary(args.out, report.valid_snapshots, counts, report.timings, elapsed)
+    _print_summary(args.out, report.valid_snapshots, counts, report.timings, elapsed, bad_lines)
     for line in first:
         print(line)
     return 0
@@ -212,8 +213,22 @@ def _upgrade_first_lines(report: Any, shown: int = 5) -> list[str]:
     return lines
 
 
+def _bad_lines(report: Any, shown: int = 3) -> list[str]:
+    """The first bad input lines, each with the fields that made it bad (``bad_lines.bad_record``)."""
+    from kafkacompat.pipeline.bad_lines import bad_record
+
+    rows = (
+        report.bad_records.select("source", "file", "line", "reason", "text")
+        .orderBy("source", "file", "line")
+        .limit(shown)
+        .collect()
+    )
+    return [bad_record(*row) for row in rows]
+
+
 def _print_summary(
-    out: str, valid: int, counts: dict[str, int], timings: dict[str, float], elapsed: float
+    out: str, valid: int, counts: dict[str, int], timings: dict[str, float], elapsed: float,
+    bad_lines: Sequence[str] = (),
 ) -> None:
     width = max(len(name) for name in counts)
     print(f"fleet report in {out} ({elapsed:.1f} s; {valid:,} valid snapshot lines)")
@@ -226,3 +241,7 @@ def _print_summary(
     bad = counts.get("bad_records", 0)
     if bad:
         print(f"  {bad:,} bad input line(s): see {out}/bad_records and the report")
+        for line in bad_lines:
+            print(f"    {line}")
+        if bad > len(bad_lines):
+            print(f"    ... and {bad - len(bad_lines):,} more")
