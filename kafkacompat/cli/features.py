@@ -99,13 +99,13 @@ def register(subparsers: Any) -> None:
 
 def _describe(args: argparse.Namespace, output: Output, cluster_run: Any) -> int:
     async def ask(cluster: Cluster) -> Any:
-        return await cluster.describe_features()
+        return await cluster.describe_features(), cluster.metadata.node_kind
 
-    features = cluster_run(ask)
+    features, kind = cluster_run(ask)
     if args.format == "json":
         output.json(describe_document(features))
     else:
-        output.lines(describe_lines(features, brief=args.brief))
+        output.lines(describe_lines(features, brief=args.brief, kind=kind))
     return 0
 
 
