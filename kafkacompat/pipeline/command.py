@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 import tempfile
 import time
@@ -98,6 +99,10 @@ def run_report(args: argparse.Namespace) -> int:
     except ValueError as exc:  # ConfigError is a ValueError too
         print(f"kafkacompat fleet-report: {exc}", file=sys.stderr)
         return 2
+    missing = _missing_input(args)
+    if missing:  # said before a JVM is started for nothing
+        print(f"kafkacompat fleet-report: {missing}", file=sys.stderr)
+        return 1
     try:
         import pyspark  # noqa: F401
     except ImportError:
@@ -132,7 +137,12 @@ def run_report(args: argparse.Namespace) -> int:
         first = _upgrade_first_lines(report)
         bad_lines = _bad_lines(report) if counts.get("bad_records") else []
         report.unpersist()
-    except BaseException:
+    except BaseException as exc:
+        if type(exc).__name__ == "AnalysisException":  # Spark could not read what it was given
+            said = (str(exc).splitlines() or [type(exc).__name__])[0]
+            print(f"kafkacompat fleet-report: Spark could not read the input: {said}{_see(jvm_log)}",
+                  file=sys.stderr)
+            return 1
         if jvm_log is not None:
             print(f"kafkacompat fleet-report: Spark's log is in {jvm_log}", file=sys.stderr)
         raise
@@ -146,6 +156,29 @@ def run_report(args: argparse.Namespace) -> int:
     for line in first:
         print(line)
     return 0
+
+
+_GLOB = re.compile(r"[*?\[{]")
+
+
+def _missing_input(args: argparse.Namespace) -> str | None:
+    """Why an input path cannot be read, for a local path named exactly; None when each can be tried.
+
+    URIs other than ``file:`` and globs are left to Spark, which knows its file systems.
+    """
+    for flag, paths in (("--snapshots", args.snapshots), ("--clients", args.clients)):
+        for name in paths:
+            if _GLOB.search(name) or ("://" in name and not name.startswith("file:")):
+                continue
+            path = Path(name.removeprefix("file://").removeprefix("file:"))
+            if not path.exists():
+                return f"{flag} {name} does not exist"
+            if flag == "--clients" and path.is_dir() and not any(path.iterdir()):
+                return f"{flag} {name} is an empty folder"
+    out = args.out
+    if "://" not in out and Path(out.removeprefix("file:")).is_file():
+        return f"--out {out} is a file; the report is a folder (one per table, and report.html)"
+    return None
 
 
 def _jvm_log() -> Path:

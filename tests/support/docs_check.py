@@ -14,6 +14,9 @@ before the fence says what the commands run against::
     <!-- docs-check: kafka09 -->         a real Apache Kafka 0.9.0.1 (``Kafka09Broker``)
     <!-- docs-check: noida -->           noida-db 0.2.3's Kafka service (``NoidaBroker``)
     <!-- docs-check: librdkafka-mock --> librdkafka 2.0.2's mock cluster (``LibrdkafkaMockBroker``)
+    <!-- docs-check: http -->            a peer that is not Kafka (``tests.support.wrong_peers``): a web
+                                         server; also ``text``, ``silent``, ``tls``, ``closes``
+    <!-- docs-check: emulated 3.9 sasl --> ... requiring SASL: user ``alice``, password ``alice-secret``
     <!-- docs-check: skip: REASON -->    not run, for the reason given (a tool the project
                                          does not install)
 
@@ -30,9 +33,11 @@ stands for a fresh directory made for the document (the same one in each of
 its blocks), so one block can read what another wrote; it is shown as
 written.
 
-A command ending in `` &`` runs in the background, as a shell runs it: the
-next command starts once it has printed its first line, and when the block's
-last command is done it gets SIGINT (Ctrl-C).  Its output, shown under it, is
+A command may start with environment variables, as a shell takes them
+(``$ KAFKA_PASSWORD=wrong kafkacompat ...``).  A command ending in `` &``
+runs in the background, as a shell runs it: the next command starts once it
+has printed its first line, and when the block's last command is done it
+gets SIGINT (Ctrl-C).  Its output, shown under it, is
 all it printed until it exited.
 
 Before comparing, ports, cluster ids made of ports, times, dates and
@@ -61,8 +66,8 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,6 +84,8 @@ PLACE = re.compile(r"127\.0\.0\.1:(?P<port>\d+)|(?<=--port )(?P<flag_port>\d+)\b
 SHOWN_PORT = re.compile(r'(?P<head>127\.0\.0\.1:|"port": ?|emulated-[0-9.+]+-)(?P<port>\d+)\b')
 TEMPORARY = re.compile(r"/tmp/(?P<name>[^/\s'\"]+)")
 BACKGROUND = re.compile(r"\s+&$")
+# "$ kafkacompat ARGV", with environment variables before it as a shell takes them.
+COMMAND = re.compile(r"^\$ (?P<environment>(?:[A-Z_][A-Z0-9_]*=\S* )*)kafkacompat(?P<argv>(?: .*)?)$")
 TIMEOUT = 120.0
 STOP_TIMEOUT = 30.0  # a background command's wait for its exit after SIGINT
 # (pattern, placeholder): what differs from run to run.
@@ -98,10 +105,16 @@ class Command:
     output: list[str]
     exit: int | None
     background: bool = False
+    environment: str = ""  # "NAME=VALUE ..." before "kafkacompat", as a shell takes it
 
     @property
     def line(self) -> str:
-        return f"$ kafkacompat {self.argv}{' &' if self.background else ''}".rstrip()
+        head = f"$ {self.environment} kafkacompat" if self.environment else "$ kafkacompat"
+        return f"{head} {self.argv}{' &' if self.background else ''}".rstrip()
+
+    @property
+    def variables(self) -> dict[str, str]:
+        return dict(word.split("=", 1) for word in shlex.split(self.environment))
 
 
 @dataclass
@@ -122,10 +135,12 @@ def normalise(text: str) -> str:
 def _parse_commands(lines: Sequence[str]) -> list[Command]:
     commands: list[Command] = []
     for line in lines:
-        if line.startswith("$ kafkacompat"):
-            argv = line.removeprefix("$ kafkacompat").strip()
+        if found := COMMAND.match(line):
+            argv = found["argv"].strip()
             background = BACKGROUND.search(" " + argv) is not None
-            commands.append(Command(BACKGROUND.sub("", " " + argv).strip(), [], None, background))
+            environment = (found["environment"] or "").strip()
+            command = BACKGROUND.sub("", " " + argv).strip()
+            commands.append(Command(command, [], None, background, environment))
         elif commands and (found := EXIT.match(line)):
             commands[-1].exit = int(found[1])
         elif commands:
@@ -155,7 +170,7 @@ def unmarked(path: Path) -> list[int]:
             if not inside:
                 marked = number >= 2 and bool(MARKER.match(lines[number - 2]))
             inside = not inside
-        elif inside and not marked and line.startswith("$ kafkacompat"):
+        elif inside and not marked and COMMAND.match(line):
             found.append(number)
     return found
 
@@ -203,16 +218,34 @@ def _running(kind: str, args: Sequence[str]) -> Iterator[list[str]]:
 
         with LibrdkafkaMockBroker() as mock:
             yield [mock.bootstrap]
+    elif kind in WRONG_PEERS:
+        with WRONG_PEERS[kind]() as address:
+            yield [address if isinstance(address, str) else address[0]]
     else:
         raise ValueError(f"unknown docs-check target {kind!r}")
 
 
+def _wrong_peers() -> dict[str, Callable[[], AbstractContextManager[str | tuple[str, Path]]]]:
+    from tests.support import wrong_peers
+
+    return {
+        "http": wrong_peers.web_server, "silent": wrong_peers.silent_port, "text": wrong_peers.text_server,
+        "tls": wrong_peers.tls_listener, "closes": wrong_peers.closing_port,
+    }
+
+
+WRONG_PEERS = _wrong_peers()
+SASL_USERS = {"alice": "alice-secret"}  # the ``sasl`` word of an emulated target
+
+
 @contextmanager
 def _emulated(args: Sequence[str]) -> Iterator[list[str]]:
-    """``RELEASE[/KIND]...``, ``NAME=LEVEL``, ``epoch=N``, ``nodeN:epoch=E``, ``nodeN:NAME=LEVEL``."""
-    from kafkacompat.testing import ThreadedCluster
+    """The words: ``RELEASE[/KIND]``, ``NAME=LEVEL``, ``epoch=N``, ``nodeN:...`` (one node) and ``sasl``."""
+    from kafkacompat.testing import SaslConfig, ThreadedCluster
     from kafkacompat.testing.emulator.state import FeatureSnapshot
 
+    sasl = SaslConfig(SASL_USERS) if "sasl" in args else None
+    args = [arg for arg in args if arg != "sasl"]
     releases: list[str] = []
     finalized: dict[str, int] = {}
     epoch: int | None = None
@@ -233,7 +266,7 @@ def _emulated(args: Sequence[str]) -> Iterator[list[str]]:
             finalized[setting] = int(value)
     with ThreadedCluster(
         releases or ["3.9"], cluster_id="docs-cluster", finalized_features=finalized or None,
-        finalized_epoch=epoch,
+        finalized_epoch=epoch, sasl=sasl,
     ) as cluster:
         for node_id, seen in held.items():
             levels = {name: level for name, level in seen.items() if name != "epoch"}
@@ -287,8 +320,8 @@ class Place:
         return shown
 
 
-def _environment() -> dict[str, str]:
-    return {**os.environ, "COLUMNS": "80", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+def _environment(variables: dict[str, str] | None = None) -> dict[str, str]:
+    return {**os.environ, "COLUMNS": "80", "PYTHONPATH": str(ROOT), "NO_COLOR": "1", **(variables or {})}
 
 
 def _argv(command: str) -> list[str]:
@@ -300,10 +333,10 @@ def run(argv: str, addresses: Sequence[str]) -> tuple[list[str], int]:
     return _run(Place(addresses, {}).runnable(argv))
 
 
-def _run(command: str) -> tuple[list[str], int]:
+def _run(command: str, variables: dict[str, str] | None = None) -> tuple[list[str], int]:
     done = subprocess.run(
-        _argv(command), cwd=ROOT, env=_environment(), capture_output=True, text=True, timeout=TIMEOUT,
-        check=False,
+        _argv(command), cwd=ROOT, env=_environment(variables), capture_output=True, text=True,
+        timeout=TIMEOUT, check=False,
     )
     return (done.stdout + done.stderr).splitlines(), done.returncode
 
@@ -311,10 +344,10 @@ def _run(command: str) -> tuple[list[str], int]:
 class Background:
     """A command run as with ``&``: started, waited for until its first line, stopped with SIGINT."""
 
-    def __init__(self, command: str) -> None:
+    def __init__(self, command: str, variables: dict[str, str] | None = None) -> None:
         self.process = subprocess.Popen(
-            _argv(command), cwd=ROOT, env=_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True,
+            _argv(command), cwd=ROOT, env=_environment(variables), stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True,
         )
         self.stdout: list[str] = []
         self.stderr: list[str] = []
@@ -408,10 +441,10 @@ def check_block(block: Block, folders: dict[str, Path] | None = None) -> tuple[l
         try:
             for index, command in enumerate(block.commands):
                 if command.background:
-                    running[index] = Background(place.runnable(command.argv))
+                    running[index] = Background(place.runnable(command.argv), command.variables)
                     results.append(([], 0))
                 else:
-                    results.append(_run(place.runnable(command.argv)))
+                    results.append(_run(place.runnable(command.argv), command.variables))
         finally:  # the block is done: Ctrl-C to what it left running, in the reverse order
             for index in sorted(running, reverse=True):
                 results[index] = running[index].stop()
