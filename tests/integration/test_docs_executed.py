@@ -95,3 +95,28 @@ def test_a_background_command_serves_the_next_and_is_stopped_with_ctrl_c(tmp_pat
     assert docs_check.main([str(doc)]) == 0
     doc.write_text(f"{marker}\n{fence}\n{block.replace('stopped', 'gone')}{fence}\n")
     assert docs_check.main([str(doc)]) == 1
+
+
+def test_a_listing_must_be_the_file_it_names(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    fence = "```"
+    doc.write_text(f"<!-- docs-check: file examples/probe_health.py -->\n{fence}python\nimport os\n{fence}\n")
+    assert docs_check.main([str(doc)]) == 1
+    assert docs_check.main(["--update", str(doc)]) == 0
+    assert docs_check.main([str(doc)]) == 0
+    assert (docs_check.ROOT / "examples" / "probe_health.py").read_text() in doc.read_text()
+
+
+def test_examples_and_variables_run_as_a_shell_runs_them(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    fence, marker = "```", "<!-- docs-check: none free-port -->"
+    block = (
+        "$ python examples/probe_health.py --bootstrap 127.0.0.1:9092\n[... 1 lines omitted ...]\n[exit 1]\n"
+        "$ PW=not-shown kafkacompat inspect 127.0.0.1:9092 --sasl-mechanism PLAIN --sasl-username a "
+        "--sasl-password-env PW\n"
+        "kafkacompat inspect: unreachable: 127.0.0.1:9092: connection refused (3 tries)\n[exit 1]\n"
+    )
+    doc.write_text(f"{marker}\n{fence}\n{block}{fence}\n")
+    assert docs_check.main([str(doc)]) == 0
+    doc.write_text(f"{marker}\n{fence}\n{block.replace('PW=', 'NOT_PW=')}{fence}\n")
+    assert docs_check.main([str(doc)]) == 1  # without the variable: "is not set", not unreachable

@@ -1,6 +1,7 @@
 """Docs that are executed: the command blocks of README.md and docs/ are run and compared with what they show.
 
-A block is a fenced code block whose lines start with ``$ kafkacompat ...``,
+A block is a fenced code block whose lines start with ``$ kafkacompat ...``
+(or ``$ python examples/NAME.py ...``: the examples run the same way),
 each command followed by what it printed (stdout and stderr, as a terminal
 shows them) and, optionally, its exit status as ``[exit N]``.  The line just
 before the fence says what the commands run against::
@@ -19,6 +20,8 @@ before the fence says what the commands run against::
     <!-- docs-check: emulated 3.9 sasl --> ... requiring SASL: user ``alice``, password ``alice-secret``
     <!-- docs-check: skip: REASON -->    not run, for the reason given (a tool the project
                                          does not install)
+    <!-- docs-check: file examples/x.py -->  a listing: the block must be that file, as it is
+                                         (``--update`` copies the file in)
 
 Any target may end in ``free-port`` words: each adds a loopback address where
 nothing listens yet, after the target's own (for ``emulate --port`` or
@@ -80,12 +83,18 @@ EXIT = re.compile(r"^\[exit (\d+)\]$")
 ADDRESS = re.compile(r"127\.0\.0\.1:\d+")
 # What stands for one of the target's addresses in a command: an address, or the port of --port.
 PLACE = re.compile(r"127\.0\.0\.1:(?P<port>\d+)|(?<=--port )(?P<flag_port>\d+)\b")
-# Where output names one of the target's ports: an address, a port in JSON, an emulated cluster's id.
-SHOWN_PORT = re.compile(r'(?P<head>127\.0\.0\.1:|"port": ?|emulated-[0-9.+]+-)(?P<port>\d+)\b')
+# Where output names one of the target's ports: an address, a port in JSON or in a Python tuple, an
+# emulated cluster's id.
+SHOWN_PORT = re.compile(
+    r'(?P<head>127\.0\.0\.1:|"port": ?|\'127\.0\.0\.1\', |emulated-[0-9.+]+-)(?P<port>\d+)\b'
+)
 TEMPORARY = re.compile(r"/tmp/(?P<name>[^/\s'\"]+)")
 BACKGROUND = re.compile(r"\s+&$")
-# "$ kafkacompat ARGV", with environment variables before it as a shell takes them.
-COMMAND = re.compile(r"^\$ (?P<environment>(?:[A-Z_][A-Z0-9_]*=\S* )*)kafkacompat(?P<argv>(?: .*)?)$")
+# "$ kafkacompat ARGV" (or an example script), with environment variables before it as a shell takes them.
+COMMAND = re.compile(
+    r"^\$ (?P<environment>(?:[A-Z_][A-Z0-9_]*=\S* )*)(?P<program>kafkacompat|python examples/[\w-]+\.py)"
+    r"(?P<argv>(?: .*)?)$"
+)
 TIMEOUT = 120.0
 STOP_TIMEOUT = 30.0  # a background command's wait for its exit after SIGINT
 # (pattern, placeholder): what differs from run to run.
@@ -93,6 +102,7 @@ PLACEHOLDERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"emulated-([0-9.+]+)-\d+"), r"emulated-\1-PORT"),
     (ADDRESS, "127.0.0.1:PORT"),
     (re.compile(r'"port": ?\d+'), '"port": PORT'),  # a port in JSON output
+    (re.compile(r"'127\.0\.0\.1', \d+"), "'127.0.0.1', PORT"),  # a (host, port) Python prints
     (re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?"), "TIME"),
     (re.compile(r"\b\d+(\.\d+)? ?(ms|s)\b"), "DURATION"),
     (re.compile(r"/tmp/[^\s'\"]+"), "TMPPATH"),
@@ -106,11 +116,17 @@ class Command:
     exit: int | None
     background: bool = False
     environment: str = ""  # "NAME=VALUE ..." before "kafkacompat", as a shell takes it
+    program: str = "kafkacompat"  # or "python examples/NAME.py"
 
     @property
     def line(self) -> str:
-        head = f"$ {self.environment} kafkacompat" if self.environment else "$ kafkacompat"
+        head = f"$ {self.environment} {self.program}" if self.environment else f"$ {self.program}"
         return f"{head} {self.argv}{' &' if self.background else ''}".rstrip()
+
+    @property
+    def runs(self) -> str:
+        """What runs: ``kafkacompat`` or the example's path."""
+        return self.program.removeprefix("python ")
 
     @property
     def variables(self) -> dict[str, str]:
@@ -140,7 +156,7 @@ def _parse_commands(lines: Sequence[str]) -> list[Command]:
             background = BACKGROUND.search(" " + argv) is not None
             environment = (found["environment"] or "").strip()
             command = BACKGROUND.sub("", " " + argv).strip()
-            commands.append(Command(command, [], None, background, environment))
+            commands.append(Command(command, [], None, background, environment, found["program"]))
         elif commands and (found := EXIT.match(line)):
             commands[-1].exit = int(found[1])
         elif commands:
@@ -324,8 +340,10 @@ def _environment(variables: dict[str, str] | None = None) -> dict[str, str]:
     return {**os.environ, "COLUMNS": "80", "PYTHONPATH": str(ROOT), "NO_COLOR": "1", **(variables or {})}
 
 
-def _argv(command: str) -> list[str]:
-    return [sys.executable, "-m", "kafkacompat.cli", *shlex.split(command, comments=True)]
+def _argv(command: str, program: str = "kafkacompat") -> list[str]:
+    """``kafkacompat COMMAND`` (or an example script's) as this interpreter runs it."""
+    head = ["-m", "kafkacompat.cli"] if program == "kafkacompat" else [program]
+    return [sys.executable, *head, *shlex.split(command, comments=True)]
 
 
 def run(argv: str, addresses: Sequence[str]) -> tuple[list[str], int]:
@@ -333,9 +351,11 @@ def run(argv: str, addresses: Sequence[str]) -> tuple[list[str], int]:
     return _run(Place(addresses, {}).runnable(argv))
 
 
-def _run(command: str, variables: dict[str, str] | None = None) -> tuple[list[str], int]:
+def _run(
+    command: str, variables: dict[str, str] | None = None, program: str = "kafkacompat"
+) -> tuple[list[str], int]:
     done = subprocess.run(
-        _argv(command), cwd=ROOT, env=_environment(variables), capture_output=True, text=True,
+        _argv(command, program), cwd=ROOT, env=_environment(variables), capture_output=True, text=True,
         timeout=TIMEOUT, check=False,
     )
     return (done.stdout + done.stderr).splitlines(), done.returncode
@@ -344,9 +364,11 @@ def _run(command: str, variables: dict[str, str] | None = None) -> tuple[list[st
 class Background:
     """A command run as with ``&``: started, waited for until its first line, stopped with SIGINT."""
 
-    def __init__(self, command: str, variables: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, command: str, variables: dict[str, str] | None = None, program: str = "kafkacompat"
+    ) -> None:
         self.process = subprocess.Popen(
-            _argv(command), cwd=ROOT, env=_environment(variables), stdout=subprocess.PIPE,
+            _argv(command, program), cwd=ROOT, env=_environment(variables), stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True,
         )
         self.stdout: list[str] = []
@@ -441,10 +463,10 @@ def check_block(block: Block, folders: dict[str, Path] | None = None) -> tuple[l
         try:
             for index, command in enumerate(block.commands):
                 if command.background:
-                    running[index] = Background(place.runnable(command.argv), command.variables)
+                    running[index] = Background(place.runnable(command.argv), command.variables, command.runs)
                     results.append(([], 0))
                 else:
-                    results.append(_run(place.runnable(command.argv), command.variables))
+                    results.append(_run(place.runnable(command.argv), command.variables, command.runs))
         finally:  # the block is done: Ctrl-C to what it left running, in the reverse order
             for index in sorted(running, reverse=True):
                 results[index] = running[index].stop()
@@ -516,6 +538,18 @@ def cli_reference() -> str:
     return "\n".join(parts)
 
 
+def check_listing(block: Block, shown: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(problems, the block's new lines) of a ``file PATH`` block: the file's text, as it is."""
+    name = block.target.removeprefix("file ").strip()
+    source = ROOT / name
+    if not source.is_file():
+        return [f"{_shown(block.path)}:{block.start}: {name} is not a file"], list(shown)
+    actual = source.read_text(encoding="utf-8").splitlines()
+    if list(shown) == actual:
+        return [], actual
+    return [f"{_shown(block.path)}:{block.start}: {name} differs from the doc"], actual
+
+
 def check_document(path: Path, update: bool) -> tuple[list[str], int, int]:
     """(problems, commands checked, commands skipped) of one document; ``update`` rewrites its outputs."""
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -530,6 +564,11 @@ def check_document(path: Path, update: bool) -> tuple[list[str], int, int]:
                 if not reason or not block.target.startswith("skip: "):
                     problems.append(f"{_shown(path)}:{block.start}: a skipped block must say why: skip: WHY")
                 skipped += len(block.commands)
+                continue
+            if block.target.startswith("file "):  # a listing of a file: it must be the file
+                found, new_lines = check_listing(block, lines[block.start : block.end])
+                changes.append((block, new_lines))
+                problems += [] if update else found
                 continue
             found, new_lines = check_block(block, folders)
             checked += len(block.commands)
