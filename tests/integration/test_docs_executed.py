@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import docs_check
+from tests.support import docs_check, docs_targets
 
 pytestmark = pytest.mark.broker
 
@@ -54,7 +54,7 @@ def test_every_cut_is_kept_when_the_output_is_updated() -> None:
 
 
 def test_a_port_means_the_same_address_in_every_command_of_a_block() -> None:
-    place = docs_check.Place(["127.0.0.1:1111", "127.0.0.1:2222"], {})
+    place = docs_targets.Place(["127.0.0.1:1111", "127.0.0.1:2222"], {})
     assert place.runnable("record --upstream 127.0.0.1:9 --listen 127.0.0.1:8") == (
         "record --upstream 127.0.0.1:1111 --listen 127.0.0.1:2222"
     )
