@@ -96,6 +96,8 @@ MISTAKES: list[tuple[list[str], int, str]] = [
     (["emulate", "--sasl-users-file", "{directory}"], 1, "is a directory"),
     (["emulate", "--sasl-users-file", "{users}", "--sasl-users-env", "U"], 2, "give SASL users once"),
     (["emulate", "--port", "{busy_port}", "--duration", "1"], 1, "is already in use"),
+    (["record", "--listen", "127.0.0.1:{busy_port}", "--upstream", "h:1", "--duration", "1"], 1,
+     "Address already in use"),
     (["emulate", "--brokers", "many"], 2, "argument --brokers: invalid int value: 'many'"),
     (["fleet-generate", "--clusters", "1"], 2, "the following arguments are required: --brokers"),
     (["client-profile", "--out", "{link}"], 1, "is a symbolic link; refusing to write through it"),
