@@ -99,14 +99,14 @@ def run_report(args: argparse.Namespace) -> int:
     except ValueError as exc:  # ConfigError is a ValueError too
         print(f"kafkacompat fleet-report: {exc}", file=sys.stderr)
         return 2
-    missing = _missing_input(args)
-    if missing:  # said before a JVM is started for nothing
-        print(f"kafkacompat fleet-report: {missing}", file=sys.stderr)
-        return 1
     try:
         import pyspark  # noqa: F401
     except ImportError:
         print(SPARK_MISSING, file=sys.stderr)
+        return 1
+    missing = _missing_input(args)
+    if missing:  # said before a JVM is started for nothing
+        print(f"kafkacompat fleet-report: {missing}", file=sys.stderr)
         return 1
     from pyspark.sql import SparkSession
 
