@@ -35,10 +35,12 @@ from kafkacompat.cluster.features_admin import (
     describe_features,
     update_features,
 )
+from kafkacompat.cluster.misrouting import ClientChecks, check_answer_source, needs_own_check
 from kafkacompat.cluster.retries import retrying
 from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import (
     BrokersUnavailableError,
+    ClusterMismatchError,
     KafkaCompatError,
     KafkaTimeoutError,
     NoBrokerReachableError,
@@ -52,7 +54,7 @@ from kafkacompat.negotiation.capability_changes import CapabilityChange
 from kafkacompat.negotiation.cluster_view import ClusterView, build_cluster_view
 from kafkacompat.negotiation.coordinators import DEFAULT_MAX_BATCH
 from kafkacompat.negotiation.fanout import fanout_error, fanout_split
-from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, check_cluster_id, identity_for
+from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, identity_for
 from kafkacompat.negotiation.node_role import looks_like_controller
 from kafkacompat.protocol.message import KafkaRequest, ResponseT
 
@@ -89,6 +91,7 @@ class ClusterCore(Generic[ConnT]):
         self._retired_changes: list[CapabilityChange] = []
         # KIP-1242: each address's advertised ApiVersions max, for the next connection to it
         self._api_versions_memory = ApiVersionsMemory()
+        self._client_checks = ClientChecks()  # KIP-1242 done client side: which connections, which cluster
         self._closed = False
 
     def __repr__(self) -> str:
@@ -123,6 +126,11 @@ class ClusterCore(Generic[ConnT]):
         """Capability changes seen on reconnections, oldest first per connection."""
         current = [change for conn in self._connections.values() for change in conn.changes]
         return (*self._retired_changes, *current)
+
+    def checked_by_client(self, conn: ConnT) -> str | None:
+        """The cluster id this layer itself found ``conn``'s broker to belong to, from Metadata read
+        on it (the misrouting check, ``cluster.misrouting``), or None when it compared none."""
+        return self._client_checks.cluster_of(conn)
 
     def connected(self) -> Mapping[int, ConnT]:
         """The connections that are open and negotiated now, by node id."""
@@ -160,7 +168,7 @@ class ClusterCore(Generic[ConnT]):
             try:
                 try:
                     conn = await self._open_node(broker, conn, deadline)
-                except RebootstrapRequiredError as exc:
+                except (RebootstrapRequiredError, ClusterMismatchError) as exc:  # KIP-1242: someone else
                     conn = await self._rebootstrapped(broker, exc, deadline)
             except KafkaCompatError as exc:
                 self._attempts[node_id] = (ended + 1, exc)
@@ -257,9 +265,13 @@ class ClusterCore(Generic[ConnT]):
             try:
                 conn = await self.connection(node_id)
                 metadata = await self._discover(conn)
-            except RETRIABLE as exc:
+            except (*RETRIABLE, RebootstrapRequiredError, ClusterMismatchError) as exc:
                 log.info("metadata refresh from node %s failed: %s", node_id, exc)
                 continue
+            try:
+                self._client_checks.record(conn, check_answer_source(conn, metadata, self._cluster_known()))
+            except ClusterMismatchError as exc:
+                return await self._rebootstrapped_by_answer(node_id, conn, exc)
             await self._apply(metadata)
             return metadata
         await self._bootstrap()
@@ -321,6 +333,10 @@ class ClusterCore(Generic[ConnT]):
 
     # -- internals ----------------------------------------------------------------------
 
+    def _cluster_known(self) -> str | None:
+        """The cluster id discovered (None before discovery, or from Metadata before v2)."""
+        return self._metadata.cluster_id if self._metadata is not None else None
+
     def _check_open(self) -> None:
         if self._closed:
             raise TransportError("the cluster connection is closed")
@@ -345,29 +361,60 @@ class ClusterCore(Generic[ConnT]):
                 if previous is not None and previous.capabilities is not None:
                     self._meant(previous, broker.node_id)
                     await self._backend.open(previous)  # negotiated again, keeping its history of changes
-                    return previous
+                    return await self._checked(previous)
                 conn = self._backend.connection(broker.host, broker.port, self.config, broker.node_id)
                 self._meant(conn, broker.node_id)
                 await self._backend.open(conn)
-                return conn
+                return await self._checked(conn)
         raise AssertionError("tenacity neither returned nor raised")  # pragma: no cover
 
     async def _rebootstrapped(
-        self, stale: BrokerAddress, error: RebootstrapRequiredError, deadline: float | None = None
+        self,
+        stale: BrokerAddress,
+        error: RebootstrapRequiredError | ClusterMismatchError,
+        deadline: float | None = None,
     ) -> ConnT:
-        """REBOOTSTRAP_REQUIRED (KIP-1242): the address is someone else's now.  Resolve the
-        bootstrap addresses and read Metadata again, then open the node where Metadata now
-        puts it, once; still at the same address (or gone), the error stands."""
+        """The address is someone else's now (KIP-1242: the broker said so, or the client's own
+        check found it).  Resolve the bootstrap addresses and read Metadata again, then open
+        the node where Metadata now puts it, once; still at the same address in the same
+        cluster (or gone), the error stands."""
         log.info("node %s at %s is someone else now: bootstrapping again", stale.node_id, stale.address)
         self._connections.pop(stale.node_id, None)
+        cluster_before = self._cluster_known()
         await self._bootstrap()
         adopted = self._connections.pop(stale.node_id, None)
         if adopted is not None and adopted.is_ready and adopted.handshake is not None:
             return adopted  # the bootstrap connection answered from the node's new address
         broker = self.brokers.get(stale.node_id)
-        if broker is None or broker.address == stale.address:
+        if broker is None or (broker.address == stale.address and self._cluster_known() == cluster_before):
+            where = "names it no more" if broker is None else f"still puts it at {stale.address}"
+            error.add_note(f"bootstrapped again for node {stale.node_id}: Metadata {where}")
             raise error
         return await self._open_node(broker, None, deadline)
+
+    async def _rebootstrapped_by_answer(
+        self, node_id: int, conn: ConnT, error: ClusterMismatchError
+    ) -> ClusterMetadata:
+        """A Metadata answer showed ``conn`` misrouted: drop it, bootstrap again, return the new answer."""
+        log.info("node %s at %s is someone else now (%s): bootstrapping again", node_id, conn.node, error)
+        if self._connections.get(node_id) is conn:
+            del self._connections[node_id]
+            self._retired_changes.extend(conn.changes)
+        await conn.aclose()
+        await self._bootstrap()
+        return self.metadata
+
+    async def _checked(self, conn: ConnT) -> ConnT:
+        """``conn``, newly opened; with ``misrouting_check="every-connection"``, checked by a Metadata
+        read of its own when its broker did not confirm its identity (``cluster.misrouting``)."""
+        if needs_own_check(conn):
+            try:
+                answer = await self._discover(conn)
+                self._client_checks.record(conn, check_answer_source(conn, answer, self._cluster_known()))
+            except ClusterMismatchError:
+                await conn.aclose()
+                raise
+        return conn
 
     def _meant(self, conn: ConnT, node_id: int | None) -> None:
         """Tell ``conn`` which broker it means to reach (KIP-1242) and share the memory."""
@@ -396,7 +443,7 @@ class ClusterCore(Generic[ConnT]):
                 await self._backend.open(conn)
                 metadata = await self._discover(conn)
                 # the client-side misrouting check: the cluster Metadata names is the one expected
-                check_cluster_id(self.config.handshake.expected_cluster_id, metadata.cluster_id, node=label)
+                self._client_checks.record(conn, check_answer_source(conn, metadata, None))
             except KafkaCompatError as exc:
                 await conn.aclose()
                 reasons[label] = exc
