@@ -107,6 +107,14 @@ MISTAKES: list[tuple[list[str], int, str]] = [
     # A typo is named before the required option it hides is said to be missing.
     (["check", "measured", "--releas", "4.0"], 2, "unrecognized argument: --releas; did you mean --release?"),
     (["record", "--listen", "127.0.0.1:0", "--upstrem", "h:1"], 2, "did you mean --upstream?"),
+    (["record", "--listen", "nothere", "--upstream", "h:1"], 2, "--listen must look like HOST:PORT"),
+    (["record", "--listen", "127.0.0.1:0", "--upstream", "h:1", "--duration", "-1"], 2,
+     "--duration must be a positive number of seconds, got -1.0"),
+    (["record", "--listen", "127.0.0.1:0", "--upstream", "h:1", "--duration", "nan"], 2,
+     "--duration must be a positive number of seconds, got nan"),
+    (["record", "--listen", "0.0.0.0:9", "--upstream", "h:1"], 2,
+     "--listen 0.0.0.0 is not loopback: the recorder listens on loopback only, unless "
+     "--allow-non-loopback is given"),
     (["fleet-report", "--snapshot", "a", "--clients", "b", "--out", "c"], 2, "did you mean --snapshots?"),
     (["fleet-generate", "--cluster", "1", "--brokers", "1"], 2, "did you mean --clusters?"),
     # Where to connect.
@@ -238,11 +246,6 @@ OWNED_ELSEWHERE: list[tuple[list[str], int, str, str]] = [
     (["check", "measured", "--release", "5.0"], 2, "no Kafka 5.0", "lists every release: 200+ characters"),
     (["check", "measured", "--cluster", "{bad_snapshot}"], 2, "node_id: not an integer ('one')",
      "does not call pipeline.bad_lines.bad_line, so no field is named"),
-    (["record", "--listen", "nothere", "--upstream", "h:1"], 2, "--listen", "a malformed value exits 1"),
-    (["record", "--listen", "127.0.0.1:0", "--upstream", "h:1", "--duration", "-1"], 2, "--duration",
-     "a malformed value exits 1"),
-    (["record", "--listen", "0.0.0.0:9", "--upstream", "h:1"], 2, "--allow-non-loopback",
-     "names 'the emulator' and not the flag that allows it, and exits 1"),
 ]
 
 
