@@ -8,9 +8,11 @@ FindCoordinator v4+, one per group (pipelined) where it does not.  The groups
 are then grouped by coordinator, and each coordinator gets ONE DescribeGroups
 (or DeleteGroups) request for all of its groups.
 
-Needs: a broker that runs consumer groups (Kafka 0.9 or later, or Tansu);
-groups nobody created are described as Dead.  Ends with one line and exit
-status 1 when the broker cannot be used.
+Needs: a broker that runs consumer groups (Kafka 0.9 or later, Tansu, or
+`kafkacompat emulate`); groups nobody created are described as Dead.
+``--delete`` needs DeleteGroups (Kafka 1.1 or later): every broker is checked
+for it before anything is looked up.  Ends with one line and exit status 1
+when the broker cannot be used.
 """
 
 import argparse
@@ -20,6 +22,7 @@ import trio
 
 import kafkacompat
 from kafkacompat.errors import KafkaCompatError
+from kafkacompat.protocol.error_codes import error_for
 from kafkacompat.protocol.messages import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
@@ -28,6 +31,13 @@ from kafkacompat.protocol.messages import (
 
 async def main(bootstrap: str, groups: list[str], delete: bool) -> None:
     async with kafkacompat.connect(bootstrap) as cluster:
+        # 0. What --delete needs, checked on every broker before anything is asked.
+        if delete:
+            for node_id, caps in (await cluster.capabilities()).items():
+                if not caps.lists_api(DeleteGroupsRequest.API_KEY):
+                    raise SystemExit(f"node {node_id} ({caps.release_guess.text}) cannot delete groups: "
+                                     "--delete needs DeleteGroups, Kafka 1.1 or later")
+
         # 1. Plan and run the lookup: batched where possible, retried per group.
         lookup = await cluster.find_coordinators(groups, "group")
         print(f"lookup: {lookup.describe()}")
@@ -38,12 +48,12 @@ async def main(bootstrap: str, groups: list[str], delete: bool) -> None:
         for node_id, members in lookup.by_coordinator().items():
             if delete:
                 deleted = await cluster.request(node_id, DeleteGroupsRequest(groups_names=members))
-                outcome = Counter("deleted" if r.error_code == 0 else f"error {r.error_code}"
+                outcome = Counter("deleted" if r.error_code == 0 else error_for(r.error_code).name
                                   for r in deleted.results)
                 verb = "DeleteGroups"
             else:
                 described = await cluster.request(node_id, DescribeGroupsRequest(groups=members))
-                outcome = Counter(g.group_state or f"error {g.error_code}" for g in described.groups)
+                outcome = Counter(g.group_state or error_for(g.error_code).name for g in described.groups)
                 verb = "DescribeGroups"
             print(f"node {node_id}: one {verb} for {len(members)} group(s): {dict(outcome)}")
 

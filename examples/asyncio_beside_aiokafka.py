@@ -50,7 +50,7 @@ async def main(bootstrap: str, topic: str) -> int:
     try:
         async with asyncio.timeout(PRODUCE_TIMEOUT):
             await producer.start()
-            sent = await producer.send_and_wait(topic, b"checked first")
+            sent = await producer.send_and_wait(topic, b"checked first", partition=0)
     except (KafkaError, TimeoutError) as exc:
         why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         print(f"aiokafka could not produce to {topic} within {PRODUCE_TIMEOUT:.0f} s: {why}")

@@ -16,7 +16,8 @@ import sys
 from collections.abc import Sequence
 
 from kafkacompat._version import __version__
-from kafkacompat.cli.usage import UsageParser, unrecognized
+from kafkacompat.cli.failures import CommandFailed
+from kafkacompat.cli.usage import UsageParser, typo_first, unrecognized
 from kafkacompat.errors import KafkaCompatError, UsageError
 from kafkacompat.protocol import codec_path
 
@@ -66,7 +67,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
-        args, extras = parser.parse_known_args(words)
+        try:
+            args, extras = parser.parse_known_args(words)
+        except UsageError as exc:  # a missing argument, say, whose cause may be a typo
+            raise typo_first(parser, words, exc) from None
         if extras:
             raise unrecognized(parser, args, extras, words)
         handler = getattr(args, "handler", None)
@@ -75,23 +79,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(_usage_line(exc, "kafkacompat"), file=sys.stderr)
         return EXIT_USAGE
+    prog = " ".join(["kafkacompat", args.command, *([args.action] if getattr(args, "action", None) else [])])
     try:
         code: int = handler(args)
     except UsageError as exc:
         if args.debug:
             raise
-        print(_usage_line(exc, f"kafkacompat {args.command}"), file=sys.stderr)
+        print(_usage_line(exc, prog), file=sys.stderr)
         return EXIT_USAGE
     except KafkaCompatError as exc:
         if args.debug:
             raise
-        print(f"kafkacompat {args.command}: {printable(str(exc))}", file=sys.stderr)
+        line = exc.line(prog) if isinstance(exc, CommandFailed) else f"{prog}: {exc}"
+        print(printable(line), file=sys.stderr)
         return EXIT_FAILURE
     except (Exception, RecursionError) as exc:  # a bug: one line; the traceback only with --debug
         if args.debug:
             raise
         print(
-            f"kafkacompat {args.command}: internal error ({type(exc).__name__}: {printable(str(exc))}); "
+            f"{prog}: internal error ({type(exc).__name__}: {printable(str(exc))}); "
             "run again with --debug for the traceback and report it",
             file=sys.stderr,
         )

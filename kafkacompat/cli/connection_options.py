@@ -19,6 +19,7 @@ it; given, it overrides what their behaviour names).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import sys
@@ -28,8 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafkacompat.cli.files import read_head
 from kafkacompat.cli.properties import JaasEntry, load_properties, parse_jaas_config
 from kafkacompat.cli.redaction import Redactor
+from kafkacompat.cli.releases import release_option
+from kafkacompat.cli.usage import closest
+from kafkacompat.cluster.discovery import parse_bootstrap
 from kafkacompat.connection.config import (
     DEFAULT_CONFIG,
     MECHANISMS,
@@ -42,6 +47,7 @@ from kafkacompat.connection.config import (
 from kafkacompat.errors import ConfigError, UsageError
 from kafkacompat.negotiation.handshake.config import HandshakeConfig
 from kafkacompat.negotiation.version_policy import VersionPolicy
+from kafkacompat.reference import API_NAMES
 
 __all__ = [
     "PROTOCOLS",
@@ -206,8 +212,12 @@ def _api_pairs(values: Sequence[str], flag: str) -> list[tuple[str | int, str]]:
     for value in values:
         api, found, rest = value.partition("=")
         if not found or not api.strip() or not rest.strip():
-            raise ConfigError(f"{flag} wants API=VERSION, got {value!r}")
+            raise UsageError(f"{flag} wants API=VERSION, got {value!r}")
         name = api.strip()
+        if not name.isdigit() and name not in API_NAMES.values():
+            guess = closest(name, API_NAMES.values())
+            hint = f"did you mean {guess}?" if guess else "name it as Kafka does (Fetch) or by its key (1)"
+            raise UsageError(f"{flag} {value}: unknown API {name!r}; {hint}")
         pairs.append((int(name) if name.isdigit() else name, rest.strip()))
     return pairs
 
@@ -222,7 +232,7 @@ def build_policy(args: argparse.Namespace) -> VersionPolicy | None:
 
     def single(text: str, flag: str) -> int:
         if not text.isdigit():
-            raise ConfigError(f"{flag} wants one version number, got {text!r}")
+            raise UsageError(f"{flag} wants one version number, got {text!r}")
         return int(text)
 
     try:
@@ -235,17 +245,37 @@ def build_policy(args: argparse.Namespace) -> VersionPolicy | None:
             blocked={api: versions(v, "--block") for api, v in _api_pairs(args.block, "--block")},
             honour_spec_deprecations=args.honour_spec_deprecations,
         )
+    except UsageError:
+        raise
     except (ValueError, TypeError) as exc:
-        raise ConfigError(f"bad version policy: {exc}") from None
+        raise UsageError(f"bad version policy: {exc}") from None
 
 
 def _bootstrap(args: argparse.Namespace, properties: Mapping[str, str]) -> str:
     given = [value for value in (args.bootstrap_server, args.bootstrap) if value]
     if len(given) == 2 and given[0] != given[1]:
-        raise ConfigError("give the bootstrap server once: either --bootstrap-server or HOST:PORT")
-    bootstrap = given[0] if given else properties.get("bootstrap.servers", "").strip()
+        raise UsageError("give the bootstrap server once: either --bootstrap-server or HOST:PORT")
+    if given:
+        where = "--bootstrap-server" if args.bootstrap_server else "the address"
+        return _addresses(given[0], where, UsageError)
+    bootstrap = properties.get("bootstrap.servers", "").strip()
     if not bootstrap:
-        raise ConfigError("no broker given: pass --bootstrap-server HOST:PORT (or HOST:PORT)")
+        raise UsageError("no broker given: pass --bootstrap-server HOST:PORT (or HOST:PORT)")
+    return _addresses(bootstrap, "bootstrap.servers in --command-config", ConfigError)
+
+
+def _addresses(bootstrap: str, where: str, error: type[ConfigError]) -> str:
+    """``bootstrap`` when every address in it can be connected to, else ``error`` saying which cannot.
+
+    A command-line mistake is a ``UsageError``; the same in the command config is a ``ConfigError``.
+    """
+    if "://" in bootstrap:  # a URL where Kafka takes HOST:PORT
+        example = bootstrap.split("://", 1)[1].split("/")[0]
+        raise error(f"{where} {bootstrap}: give HOST:PORT without a scheme, e.g. {example}")
+    try:
+        parse_bootstrap(bootstrap)
+    except ConfigError as exc:
+        raise error(exc.message) from None
     return bootstrap
 
 
@@ -255,12 +285,7 @@ def _check_pem(path: Path, what: str, kind_key: str, kind: str | None) -> Path:
             f"{kind_key}={kind} is not supported: kafkacompat reads PEM files only "
             f"(export a JKS or PKCS12 store with keytool -exportcert -rfc, or openssl pkcs12 -nodes)"
         )
-    try:
-        head = path.read_bytes()[:4096]
-    except FileNotFoundError:
-        raise ConfigError(f"the {what} {path} does not exist") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read the {what} {path}: {exc.strerror}") from None
+    head = read_head(path, f"the {what}")
     if head.startswith(_JKS_MAGIC):
         raise ConfigError(
             f"the {what} {path} is a JKS keystore, which is not supported: export it to PEM "
@@ -325,7 +350,7 @@ def _sasl(
         if entry is not None and entry.module == _PLAIN_MODULE:
             mechanism = "PLAIN"
         else:
-            raise ConfigError(
+            raise UsageError(
                 "SASL needs a mechanism: --sasl-mechanism or sasl.mechanism "
                 f"({', '.join(MECHANISMS)}); Kafka's default, GSSAPI, is not supported"
             )
@@ -345,10 +370,10 @@ def _sasl(
     elif "password" in options:
         password = Secret(options["password"])
     else:
-        raise ConfigError("SASL needs a password: --sasl-password-env VAR, or password= in sasl.jaas.config")
+        raise UsageError("SASL needs a password: --sasl-password-env VAR, or password= in sasl.jaas.config")
     redactor.add(password)
     if not username:
-        raise ConfigError("SASL needs a username: --sasl-username, or username= in sasl.jaas.config")
+        raise UsageError("SASL needs a username: --sasl-username, or username= in sasl.jaas.config")
     return SaslConfig(mechanism, username, password)
 
 
@@ -404,8 +429,8 @@ def resolve_connection(
     controllers = bool(getattr(args, "bootstrap_controller", None))
     if controllers:
         if args.bootstrap_server or args.bootstrap:
-            raise ConfigError("give either brokers (--bootstrap-server, HOST:PORT) or --bootstrap-controller")
-        bootstrap = args.bootstrap_controller.strip()
+            raise UsageError("give either brokers (--bootstrap-server, HOST:PORT) or --bootstrap-controller")
+        bootstrap = _addresses(args.bootstrap_controller.strip(), "--bootstrap-controller", UsageError)
     else:
         bootstrap = _bootstrap(args, props)
     protocol = _protocol(args, props)
@@ -413,14 +438,17 @@ def resolve_connection(
     sasl = _sasl(args, props, env, redactor) if protocol.startswith("SASL") else None
     fail_fast = args.timeout is None
     timeout = _DEFAULT_TIMEOUT if args.timeout is None else args.timeout
-    if timeout <= 0:
-        raise ConfigError("--timeout must be positive")
+    if not 0 < timeout < math.inf:  # NaN too
+        raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout}")
     if args.retries < 1:
-        raise ConfigError("--retries must be at least 1")
+        raise UsageError(f"--retries must be at least 1, got {args.retries}")
     request_timeout = _milliseconds(props, "request.timeout.ms", timeout)
     call_timeout = _milliseconds(props, "default.api.timeout.ms", DEFAULT_CONFIG.call_timeout)
     client_id = props.get("client.id") or "kafkacompat"
-    handshake = HandshakeConfig(fallback_release=args.fallback_release)  # its client id: ConnectionConfig's
+    fallback = args.fallback_release
+    if fallback is not None:  # the releases whose tables stand in for a broker without ApiVersions
+        fallback = release_option(fallback, "--fallback-release", kinds=("zk-broker",), with_kind=False)
+    handshake = HandshakeConfig(fallback_release=fallback)  # its client id: ConnectionConfig's
     config = ConnectionConfig(
         connect_timeout=timeout,
         request_timeout=request_timeout,

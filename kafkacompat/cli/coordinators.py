@@ -22,7 +22,7 @@ from kafkacompat.cli.files import read_text
 from kafkacompat.cli.output import Output
 from kafkacompat.cli.probe import execute
 from kafkacompat.cluster.coordinator_lookup import CoordinatorLookup
-from kafkacompat.errors import ConfigError
+from kafkacompat.errors import ConfigError, UsageError
 from kafkacompat.negotiation.coordinators import CoordinatorFound, KeyLookupFailure
 from kafkacompat.transport.cluster import Cluster
 
@@ -151,10 +151,12 @@ def run(args: argparse.Namespace) -> int:
         (kind, _unique(keys)) for kind, keys in (("group", groups), ("transaction", args.transactional_id))
     ]
     wanted = [(kind, keys) for kind, keys in wanted if keys]
+    if not wanted and args.groups_file is not None:
+        raise ConfigError(f"--groups-file {args.groups_file} names no group (one a line; # comments)")
     if not wanted:
-        raise ConfigError("no key given: use --group, --groups-file or --transactional-id")
+        raise UsageError("no key given: use --group, --groups-file or --transactional-id")
     if args.max_batch is not None and args.max_batch < 1:
-        raise ConfigError("--max-batch must be at least 1")
+        raise UsageError(f"--max-batch must be at least 1, got {args.max_batch}")
     options = resolve_connection(args)
     output = Output(options.redactor)
     warn_ignored(options)

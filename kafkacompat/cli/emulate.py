@@ -24,23 +24,19 @@ from typing import Any
 import trio
 
 from kafkacompat.cli.files import read_text
-from kafkacompat.cli.usage import closest
-from kafkacompat.errors import EmulatorConfigError, UsageError
-from kafkacompat.reference.releases import KINDS, RELEASES
+from kafkacompat.cli.releases import release_option, release_span
+from kafkacompat.errors import ConfigError, EmulatorConfigError, UsageError
+from kafkacompat.reference.releases import KINDS
 from kafkacompat.testing.emulator import EmulatedCluster, SaslConfig
+from kafkacompat.testing.emulator.broker import check_bind_host
 from kafkacompat.testing.emulator.sasl import MECHANISMS
 
 __all__ = ["build_cluster", "register", "run"]
 
-# Short names people type for a kind, as Kafka's docs say them.
-_KIND_ALIASES = {"kraft": "kraft-broker", "broker": "kraft-broker", "controller": "kraft-controller",
-                 "zk": "zk-broker", "zookeeper": "zk-broker"}
-
-
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "emulate",
-        help="run emulated brokers of any Kafka release (0.8.0-4.2) on loopback",
+        help=f"run emulated brokers of any Kafka release ({release_span()}) on loopback",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
     parser.add_argument(
@@ -110,10 +106,10 @@ def _users(text: str, source: str) -> dict[str, str]:
     for number, entry in enumerate((e for e in entries if e and not e.startswith("#")), start=1):
         name, found, password = entry.partition(":")
         if not name or not found or not password:
-            raise UsageError(f"entry {number} of {source} is not USER:PASSWORD (not shown)")
+            raise ConfigError(f"entry {number} of {source} is not USER:PASSWORD (not shown)")
         users[name] = password
     if not users:
-        raise UsageError(f"{source} names no user")
+        raise ConfigError(f"{source} names no user")
     return users
 
 
@@ -125,62 +121,53 @@ def _sasl_users(args: argparse.Namespace) -> dict[str, str] | None:
         return _users(text, f"--sasl-users-file {args.sasl_users_file}")
     if args.sasl_users_env:
         if args.sasl_users_env not in os.environ:
-            raise UsageError("the environment variable named by --sasl-users-env is not set")
+            raise ConfigError("the environment variable named by --sasl-users-env is not set")
         return _users(os.environ[args.sasl_users_env], "the variable named by --sasl-users-env")
     return None
 
 
 def release_spec(spec: str) -> str:
-    """``RELEASE[/KIND]`` checked against the release table, a short kind spelled out (``4.0/kraft``).
-
-    A release the table lacks is a ``UsageError`` that names the closest one:
-    ``2.3.1`` -> ``2.3`` (the table knows releases by major.minor).
-    """
-    release, slash, kind = spec.strip().partition("/")
-    if slash:
-        kind = _KIND_ALIASES.get(kind, kind)
-        if kind not in KINDS:
-            guess = closest(kind, [*KINDS, *_KIND_ALIASES])
-            known_kinds = f"kinds: {', '.join(KINDS)}"
-            hint = f"did you mean {_KIND_ALIASES.get(guess, guess)}?" if guess else known_kinds
-            raise UsageError(f"--release {spec}: unknown broker kind {kind!r}; {hint}")
-    kinds = {p.kind for p in RELEASES if p.release == release}
-    if kinds and (not slash or kind in kinds):
-        return f"{release}/{kind}" if slash else release
-    if kinds:
-        has = ", ".join(sorted(kinds))
-        raise UsageError(f"--release {spec}: Kafka {release} has no {kind}; it has {has}")
-    known = sorted({p.release for p in RELEASES if not slash or p.kind == kind},
-                   key=lambda r: tuple(int(x) for x in r.split(".")))
-    short = ".".join(release.split(".")[:2])
-    guess = short if short in known else closest(release, known)
-    hint = f"did you mean {guess}?" if guess else f"known releases: {known[0]} to {known[-1]}"
-    raise UsageError(f"--release {spec}: no Kafka {release} in the release table; {hint}")
+    """``--release RELEASE[/KIND]`` checked against the release table (``cli.releases``)."""
+    return release_option(spec, "--release")
 
 
 def build_cluster(args: argparse.Namespace) -> EmulatedCluster:
+    """The cluster the options describe; any option it cannot be built from is a ``UsageError``."""
     topics: dict[str, int] = {}
     for spec in args.topic:
         name, _, partitions = spec.partition(":")
-        try:
-            topics[name] = int(partitions) if partitions else 1
-        except ValueError:
-            raise EmulatorConfigError(f"--topic wants NAME[:PARTITIONS]: {spec!r}") from None
+        if not name or not (partitions or "1").isdigit():
+            raise UsageError(f"--topic {spec}: give NAME or NAME:PARTITIONS, e.g. orders:3")
+        topics[name] = int(partitions or "1")
+    try:
+        check_bind_host(args.host, args.allow_non_loopback)
+    except EmulatorConfigError:
+        raise UsageError(
+            f"--host {args.host} is not a loopback address: the emulator listens on loopback only, "
+            "unless --allow-non-loopback is given"
+        ) from None
+    if args.first_node_id < 0:
+        raise UsageError(f"--first-node-id {args.first_node_id}: node ids are 0 or more")
+    if args.cluster_id is not None and not args.cluster_id.strip():
+        raise UsageError("--cluster-id is empty")
     users = _sasl_users(args)
     sasl = SaslConfig(users, args.sasl_mechanism or MECHANISMS) if users is not None else None
     releases = [release_spec(spec) for spec in args.release or ["3.9"]]
-    return EmulatedCluster(
-        releases,
-        kind=args.kind,
-        brokers=args.brokers,
-        host=args.host,
-        port=args.port,
-        allow_non_loopback=args.allow_non_loopback,
-        cluster_id=args.cluster_id or "emulated",  # without --cluster-id: named once the ports are bound
-        first_node_id=args.first_node_id,
-        topics=topics,
-        sasl=sasl,
-    )
+    try:
+        return EmulatedCluster(
+            releases,
+            kind=args.kind,
+            brokers=args.brokers,
+            host=args.host,
+            port=args.port,
+            allow_non_loopback=args.allow_non_loopback,
+            cluster_id=args.cluster_id or "emulated",  # without --cluster-id: named once the ports are bound
+            first_node_id=args.first_node_id,
+            topics=topics,
+            sasl=sasl,
+        )
+    except EmulatorConfigError as exc:  # built from the options alone: one of them cannot be used
+        raise UsageError(exc.message) from None
 
 
 def derived_cluster_id(cluster: EmulatedCluster) -> str:
@@ -205,8 +192,8 @@ async def _serve(cluster: EmulatedCluster, duration: float | None, name_it: bool
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.duration is not None and args.duration <= 0:
-        raise EmulatorConfigError("--duration must be positive")
+    if args.duration is not None and not 0 < args.duration < math.inf:
+        raise UsageError(f"--duration must be a positive number of seconds, got {args.duration}")
     cluster = build_cluster(args)
     try:
         trio.run(_serve, cluster, args.duration, args.cluster_id is None)

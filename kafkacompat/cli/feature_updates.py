@@ -14,10 +14,11 @@ brokers that do not support the level and the dependencies it breaks.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from kafkacompat.cli.usage import closest
 from kafkacompat.errors import FeatureError
 from kafkacompat.negotiation.feature_updates import result_sentence as core_sentence
 from kafkacompat.negotiation.features import (
@@ -36,6 +37,7 @@ __all__ = [
     "parse_updates",
     "refused_outcomes",
     "result_sentence",
+    "unknown_features",
     "wrong_direction",
 ]
 
@@ -107,6 +109,17 @@ def wrong_direction(op: str, targets: Mapping[str, int], current: Mapping[str, i
             problems[name] = f"{finalized}: an upgrade cannot lower it; use downgrade."
         elif op == "downgrade" and level > now:
             problems[name] = f"{finalized}: a downgrade cannot raise it; use upgrade."
+    return problems
+
+
+def unknown_features(targets: Mapping[str, int], known: Collection[str]) -> dict[str, str]:
+    """Targets no broker lists or finalizes (a mistyped name, most likely), with the closest known one."""
+    problems = {}
+    for name in targets:
+        if name not in known:
+            guess = closest(name, known)
+            hint = f"; did you mean {guess}?" if guess else ""
+            problems[name] = f"Refused before sending: no broker lists {name} or finalizes it{hint}"
     return problems
 
 

@@ -28,6 +28,7 @@ from kafkacompat.cli.feature_updates import (
     parse_updates,
     refused_outcomes,
     result_sentence,
+    unknown_features,
     wrong_direction,
 )
 from kafkacompat.cli.features_describe import describe_document, describe_lines
@@ -99,13 +100,13 @@ def register(subparsers: Any) -> None:
 
 def _describe(args: argparse.Namespace, output: Output, cluster_run: Any) -> int:
     async def ask(cluster: Cluster) -> Any:
-        return await cluster.describe_features()
+        return await cluster.describe_features(), cluster.metadata.node_kind
 
-    features = cluster_run(ask)
+    features, kind = cluster_run(ask)
     if args.format == "json":
         output.json(describe_document(features))
     else:
-        output.lines(describe_lines(features, brief=args.brief))
+        output.lines(describe_lines(features, brief=args.brief, kind=kind))
     return 0
 
 
@@ -116,8 +117,10 @@ def _update(args: argparse.Namespace, output: Output, cluster_run: Any) -> int:
     unsafe: bool = getattr(args, "unsafe", False)
 
     async def change(cluster: Cluster) -> list[Outcome]:
-        current = (await cluster.describe_features()).levels
-        wrong = wrong_direction(op, targets, current)
+        described = await cluster.describe_features()
+        current = described.levels
+        known = {name for node in described.nodes.values() for name in node.supported} | set(current)
+        wrong = {**wrong_direction(op, targets, current), **unknown_features(targets, known)}
         if wrong:  # the controller would refuse it too, with less to say
             return [
                 Outcome(

@@ -10,7 +10,10 @@ lines appended by two processes at once are never interleaved within a line
 truncates the file after the checks.
 
 Reading: a missing, unreadable or binary file is a ``ConfigError`` naming the
-file and what is wrong with it, not a traceback.
+file and what is wrong with it, not a traceback; so is anything larger than
+``READ_LIMIT`` (``/dev/zero`` never ends).  A pipe is read to its end
+(``--groups-file <(command)``); a named pipe that no process writes is empty,
+not waited on.
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from typing import TextIO
 
 from kafkacompat.errors import ConfigError
 
-__all__ = ["append_text", "open_for_writing", "read_text", "write_text"]
+__all__ = ["READ_LIMIT", "append_text", "open_for_writing", "read_head", "read_text", "write_text"]
 
 _MODE = 0o644
+#: The largest file a command reads whole (a groups file of a million names is well under it).
+READ_LIMIT = 64 << 20
 
 
 def _open_for_writing(path: Path, what: str, flags: int) -> int:
@@ -81,17 +86,44 @@ def open_for_writing(path: str | Path, what: str = "the file") -> TextIO:
     return os.fdopen(descriptor, "w", encoding="utf-8")
 
 
-def read_text(path: str | Path, what: str = "the file") -> str:
-    """The UTF-8 text of ``path``, or a ``ConfigError`` saying why it cannot be read as text."""
-    source = Path(path)
-    try:
-        data = source.read_bytes()
+def _read(path: Path, what: str, limit: int) -> bytes:
+    """Up to ``limit`` bytes of the regular file ``path`` (one more tells that it is longer)."""
+    try:  # O_NONBLOCK: opening a FIFO with no writer must not wait for one
+        descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
-        raise ConfigError(f"{what} {source} does not exist") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{what} {source} is a directory") from None
+        raise ConfigError(f"{what} {path} does not exist") from None
     except OSError as exc:
-        raise ConfigError(f"cannot read {what} {source}: {exc.strerror}") from None
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror}") from None
+    try:
+        if stat.S_ISDIR(os.fstat(descriptor).st_mode):
+            raise ConfigError(f"{what} {path} is a directory")
+        os.set_blocking(descriptor, True)  # a pipe is read to its end; one with no writer is empty
+        chunks, size = [], 0
+        while size <= limit and (chunk := os.read(descriptor, min(1 << 20, limit + 1 - size))):
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror}") from None
+    finally:
+        os.close(descriptor)
+
+
+def read_head(path: str | Path, what: str = "the file", size: int = 4096) -> bytes:
+    """The first ``size`` bytes of ``path`` (no more is read, whatever it is)."""
+    return _read(Path(path), what, size)[:size]
+
+
+def read_text(path: str | Path, what: str = "the file") -> str:
+    """The UTF-8 text of ``path``, or a ``ConfigError`` saying why it cannot be read as text.
+
+    At most ``READ_LIMIT`` bytes are read: what a command reads whole must not
+    fill the memory, whatever the path names (``/dev/zero`` never ends).
+    """
+    source = Path(path)
+    data = _read(source, what, READ_LIMIT)
+    if len(data) > READ_LIMIT:
+        raise ConfigError(f"{what} {source} is larger than {READ_LIMIT >> 20} MiB")
     if b"\x00" in data[:8192]:
         raise ConfigError(f"{what} {source} is a binary file, not text")
     try:

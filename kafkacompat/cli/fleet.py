@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkacompat.cli.files import open_for_writing, write_text
+from kafkacompat.errors import ConfigError, UsageError
 from kafkacompat.pipeline.client_format import kafkacompat_client_profile
 from kafkacompat.pipeline.command import add_report_arguments, run_report
 from kafkacompat.pipeline.generate import FleetSpec, generate_clients, write_fleet, write_fleet_files
@@ -84,19 +85,31 @@ def run_client_profile(args: argparse.Namespace) -> int:
 
 
 def run_generate(args: argparse.Namespace) -> int:
+    for flag, value, least in (
+        ("--clusters", args.clusters, 0),
+        ("--brokers", args.brokers, 1),
+        ("--observations", args.observations, 1),
+        ("--bad-every", args.bad_every, 0),
+        ("--clients", args.clients, 0),
+    ):
+        if value < least:
+            raise UsageError(f"{flag} must be at least {least}, got {value}")
     try:
         spec = FleetSpec(
             args.clusters, args.brokers, args.observations, seed=args.seed, bad_every=args.bad_every
         )
     except ValueError as exc:
-        print(f"kafkacompat fleet-generate: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
+    if args.files < 1:
+        raise UsageError(f"--files must be at least 1, got {args.files}")
     started = time.perf_counter()
     if args.files > 1:
         if args.out == "-":
-            print("kafkacompat fleet-generate: --files needs --out DIR", file=sys.stderr)
-            return 2
-        write_fleet_files(spec, Path(args.out), args.files)
+            raise UsageError("--files needs --out DIR")
+        folder = Path(args.out)
+        if folder.exists() and not folder.is_dir():
+            raise ConfigError(f"--out {folder} is a file: --files {args.files} writes files into a folder")
+        write_fleet_files(spec, folder, args.files, lambda path: open_for_writing(path, "--out"))
         lines = spec.lines
     else:
         out = sys.stdout if args.out == "-" else open_for_writing(args.out, "--out")

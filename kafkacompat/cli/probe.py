@@ -19,7 +19,7 @@ from typing import TypeVar
 import trio
 
 from kafkacompat.cli.connection_options import ConnectionOptions
-from kafkacompat.cli.failures import CommandFailed, explain_failure
+from kafkacompat.cli.failures import CommandFailed, as_failure
 from kafkacompat.cli.inspect_model import BrokerProbe, ProbeReport
 from kafkacompat.cli.output import Progress
 from kafkacompat.cli.peer_check import DIAGNOSE_AFTER, diagnose, first_address, speaks_tls
@@ -65,7 +65,7 @@ def execute(options: ConnectionOptions, fn: Callable[[Cluster], Awaitable[T]]) -
         except (ConfigError, CommandFailed):
             raise
         except KafkaCompatError as exc:
-            raise CommandFailed(explain_failure(exc, options.config, options.bootstrap)) from exc
+            raise as_failure(exc, options.config, options.bootstrap) from exc
 
 
 async def with_cluster(options: ConnectionOptions, fn: Callable[[Cluster], Awaitable[T]]) -> T:

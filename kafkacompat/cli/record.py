@@ -24,7 +24,7 @@ from typing import Any
 
 import trio
 
-from kafkacompat.errors import ConfigError, KafkaCompatError
+from kafkacompat.errors import ConfigError, EmulatorConfigError, KafkaCompatError, UsageError
 from kafkacompat.testing.emulator.broker import check_bind_host
 from kafkacompat.transport.record_proxy import ProfileWriter, RecordProxy, freeze_start_up
 
@@ -52,7 +52,7 @@ def register(subparsers: Any) -> None:
 def parse_address(text: str, what: str) -> tuple[str, int]:
     host, found, port = text.rpartition(":")
     if not found or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ConfigError(f"{what} must look like HOST:PORT, got {text!r}")
+        raise UsageError(f"{what} must look like HOST:PORT, got {text!r}")
     return host.strip("[]"), int(port)
 
 
@@ -97,14 +97,17 @@ def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.duration is not None and args.duration <= 0:
-        raise ConfigError("--duration must be positive")
+    if args.duration is not None and not 0 < args.duration < math.inf:  # NaN too
+        raise UsageError(f"--duration must be a positive number of seconds, got {args.duration}")
     listen_host, listen_port = parse_address(args.listen, "--listen")
     upstream_host, upstream_port = parse_address(args.upstream, "--upstream")
     try:
         check_bind_host(listen_host, args.allow_non_loopback)
-    except KafkaCompatError as exc:
-        raise ConfigError(str(exc)) from None
+    except EmulatorConfigError:
+        raise UsageError(
+            f"--listen {listen_host} is not loopback: the recorder listens on loopback "
+            "only, unless --allow-non-loopback is given"
+        ) from None
     out = Path(args.out)
     check_out(out)
     proxy = RecordProxy(upstream_host, upstream_port, listen_host=listen_host, listen_port=listen_port)

@@ -26,7 +26,7 @@ from kafkacompat.cli.inspect_model import ProbeReport
 from kafkacompat.cli.output import Output, Progress
 from kafkacompat.cli.probe import probe
 from kafkacompat.cluster.controller_discovery import UNKNOWN_NODE_ID
-from kafkacompat.errors import ConfigError
+from kafkacompat.errors import ConfigError, UsageError
 from kafkacompat.pipeline.snapshot_format import snapshot_json, snapshot_line, validate_snapshot
 
 __all__ = ["register", "run", "snapshot_lines"]
@@ -99,6 +99,10 @@ def _append(path: str, lines: list[str]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.node_id is not None and args.node_id < 0:
+        raise UsageError(f"--node-id {args.node_id}: node ids are 0 or more")
+    if args.cluster_id is not None and not args.cluster_id.strip():
+        raise UsageError("--cluster-id is empty")
     options = resolve_connection(args)
     if args.out != "-":  # a bad --out (a symbolic link, a directory) is said before any broker is asked
         append_text(args.out, "", "--out")

@@ -1,13 +1,14 @@
 """Mistakes on the command line: one line each, exit status 2, and a suggestion when one is close.
 
-``UsageParser`` is argparse's parser with two changes: options must be typed
+``UsageParser`` is argparse's parser with three changes: options must be typed
 in full (``allow_abbrev=False``: a script's ``--all-broker`` would otherwise
-change meaning the day another option starts the same way), and an error is
+change meaning the day another option starts the same way); an error is
 raised as a ``UsageError`` instead of printing the usage block, so that the
-command line prints it as one line.  Its messages name the closest command,
-option or choice (``difflib``), and an argument nothing took is shown masked
-when it follows a password-like flag: ``--sasl-passw hunter2`` must not print
-the password back.
+command line prints it as one line; a description (a command module's
+docstring) loses its reStructuredText quotes in ``--help``.  Its messages name
+the closest command, option or choice (``difflib``), and an argument nothing
+took is shown masked when it follows a password-like flag: ``--sasl-passw
+hunter2`` must not print the password back.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any, NoReturn
 
 from kafkacompat.errors import UsageError
 
-__all__ = ["UsageParser", "closest", "redact_arguments", "subcommand_parser", "unrecognized"]
+__all__ = ["UsageParser", "closest", "redact_arguments", "subcommand_parser", "typo_first", "unrecognized"]
 
 # A flag whose value is probably a secret: what follows it is never printed back.
 _SECRET_FLAG = re.compile(r"pass|secret|token|credential|jaas|sasl-user", re.IGNORECASE)
@@ -81,6 +82,8 @@ class UsageParser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
+        if kwargs.get("description"):  # descriptions are the modules' docstrings: no ``markup`` in --help
+            kwargs["description"] = kwargs["description"].replace("``", "")
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
@@ -106,7 +109,43 @@ def subcommand_parser(
 def unrecognized(parser: argparse.ArgumentParser, namespace: argparse.Namespace, extras: Sequence[str],
                  argv: Sequence[str]) -> UsageError:
     """The error for arguments no option took: the closest option named, secrets masked."""
-    command = subcommand_parser(parser, namespace)
+    return _unrecognized(subcommand_parser(parser, namespace), extras, argv)
+
+
+def typo_first(parser: argparse.ArgumentParser, argv: Sequence[str], error: UsageError) -> UsageError:
+    """``error``, unless ``argv`` holds an option no parser takes: then that one, with its suggestion.
+
+    argparse says a required argument is missing before it says that another
+    was not understood, and a mistyped ``--releas 4.0`` is why ``--release``
+    is missing: the typo is the mistake to name.
+    """
+    command, known = parser, set(_all_option_strings(parser))
+    for word in argv:
+        chosen = _subcommand(command, word)
+        if chosen is not None:
+            command = chosen
+            known |= set(_all_option_strings(command))
+    options = [word for word in argv if word.startswith("-") and word != "-" and not _NUMBER.match(word)]
+    unknown = [word for word in options if word.partition("=")[0] not in known]
+    return _unrecognized(command, unknown, argv) if unknown else error
+
+
+_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")  # a negative number is a value, as argparse reads it
+
+
+def _all_option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    return [option for action in parser._actions for option in action.option_strings]
+
+
+def _subcommand(parser: argparse.ArgumentParser, word: str) -> argparse.ArgumentParser | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and word in action.choices:
+            chosen: argparse.ArgumentParser = action.choices[word]
+            return chosen
+    return None
+
+
+def _unrecognized(command: argparse.ArgumentParser, extras: Sequence[str], argv: Sequence[str]) -> UsageError:
     shown = redact_arguments(argv)
     positions = _positions(argv, extras)
     masked = [shown[i] for i in positions] if len(positions) == len(extras) else redact_arguments(extras)

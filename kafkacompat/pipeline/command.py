@@ -11,10 +11,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,10 @@ def run_report(args: argparse.Namespace) -> int:
     except ImportError:
         print(SPARK_MISSING, file=sys.stderr)
         return 1
+    missing = _missing_input(args)
+    if missing:  # said before a JVM is started for nothing
+        print(f"kafkacompat fleet-report: {missing}", file=sys.stderr)
+        return 1
     from pyspark.sql import SparkSession
 
     from kafkacompat.pipeline.report import build_fleet_report, write_fleet_report
@@ -130,8 +135,14 @@ def run_report(args: argparse.Namespace) -> int:
         )
         counts = write_fleet_report(report, args.out, args.format)
         first = _upgrade_first_lines(report)
+        bad_lines = _bad_lines(report) if counts.get("bad_records") else []
         report.unpersist()
-    except BaseException:
+    except BaseException as exc:
+        if type(exc).__name__ == "AnalysisException":  # Spark could not read what it was given
+            said = (str(exc).splitlines() or [type(exc).__name__])[0]
+            print(f"kafkacompat fleet-report: Spark could not read the input: {said}{_see(jvm_log)}",
+                  file=sys.stderr)
+            return 1
         if jvm_log is not None:
             print(f"kafkacompat fleet-report: Spark's log is in {jvm_log}", file=sys.stderr)
         raise
@@ -141,10 +152,33 @@ def run_report(args: argparse.Namespace) -> int:
     if jvm_log is not None:
         jvm_log.unlink(missing_ok=True)
     elapsed = time.perf_counter() - started
-    _print_summary(args.out, report.valid_snapshots, counts, report.timings, elapsed)
+    _print_summary(args.out, report.valid_snapshots, counts, report.timings, elapsed, bad_lines)
     for line in first:
         print(line)
     return 0
+
+
+_GLOB = re.compile(r"[*?\[{]")
+
+
+def _missing_input(args: argparse.Namespace) -> str | None:
+    """Why an input path cannot be read, for a local path named exactly; None when each can be tried.
+
+    URIs other than ``file:`` and globs are left to Spark, which knows its file systems.
+    """
+    for flag, paths in (("--snapshots", args.snapshots), ("--clients", args.clients)):
+        for name in paths:
+            if _GLOB.search(name) or ("://" in name and not name.startswith("file:")):
+                continue
+            path = Path(name.removeprefix("file://").removeprefix("file:"))
+            if not path.exists():
+                return f"{flag} {name} does not exist"
+            if flag == "--clients" and path.is_dir() and not any(path.iterdir()):
+                return f"{flag} {name} is an empty folder"
+    out = args.out
+    if "://" not in out and Path(out.removeprefix("file:")).is_file():
+        return f"--out {out} is a file; the report is a folder (one per table, and report.html)"
+    return None
 
 
 def _jvm_log() -> Path:
@@ -212,8 +246,22 @@ def _upgrade_first_lines(report: Any, shown: int = 5) -> list[str]:
     return lines
 
 
+def _bad_lines(report: Any, shown: int = 3) -> list[str]:
+    """The first bad input lines, each with the fields that made it bad (``bad_lines.bad_record``)."""
+    from kafkacompat.pipeline.bad_lines import bad_record
+
+    rows = (
+        report.bad_records.select("source", "file", "line", "reason", "text")
+        .orderBy("source", "file", "line")
+        .limit(shown)
+        .collect()
+    )
+    return [bad_record(*row) for row in rows]
+
+
 def _print_summary(
-    out: str, valid: int, counts: dict[str, int], timings: dict[str, float], elapsed: float
+    out: str, valid: int, counts: dict[str, int], timings: dict[str, float], elapsed: float,
+    bad_lines: Sequence[str] = (),
 ) -> None:
     width = max(len(name) for name in counts)
     print(f"fleet report in {out} ({elapsed:.1f} s; {valid:,} valid snapshot lines)")
@@ -226,3 +274,7 @@ def _print_summary(
     bad = counts.get("bad_records", 0)
     if bad:
         print(f"  {bad:,} bad input line(s): see {out}/bad_records and the report")
+        for line in bad_lines:
+            print(f"    {line}")
+        if bad > len(bad_lines):
+            print(f"    ... and {bad - len(bad_lines):,} more")

@@ -31,12 +31,12 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TextIO
 
 from kafkacompat.negotiation.features import CATALOG, METADATA_VERSION
 from kafkacompat.negotiation.release_guess import guess_release
@@ -264,16 +264,19 @@ def write_fleet(spec: FleetSpec, out: IO[str], lines: Iterator[str] | None = Non
     return written
 
 
-def write_fleet_files(spec: FleetSpec, directory: Path, files: int) -> list[Path]:
+def write_fleet_files(
+    spec: FleetSpec, directory: Path, files: int, open_file: Callable[[Path], TextIO] | None = None
+) -> list[Path]:
     """Write the fleet as ``files`` JSON-lines files (consecutive clusters per file), as a
-    collector writing many files would; returns their paths."""
+    collector writing many files would; returns their paths.  ``open_file`` opens each
+    for writing (default: ``Path.open``; the command line passes its own rules for files)."""
     directory.mkdir(parents=True, exist_ok=True)
     lines = generate_fleet(spec)
     per_file = -(-spec.lines // max(1, files))
     paths = []
     for index in range(max(1, files)):
         path = directory / f"snapshots-{index:05d}.jsonl"
-        with path.open("w", encoding="utf-8") as out:
+        with open_file(path) if open_file is not None else path.open("w", encoding="utf-8") as out:
             write_fleet(spec, out, itertools.islice(lines, per_file))
         paths.append(path)
     return paths

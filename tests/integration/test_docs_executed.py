@@ -6,11 +6,12 @@ deliberate change of output.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests.support import docs_check
+from tests.support import docs_check, docs_targets
 
 pytestmark = pytest.mark.broker
 
@@ -50,3 +51,72 @@ def test_every_cut_is_kept_when_the_output_is_updated() -> None:
         "a", "[... 2 lines omitted: the middle ...]", "d", "[... 2 lines omitted ...]", "f",
     ]
     assert not docs_check.matches(shown, ["a", "b", "f"])
+
+
+def test_a_port_means_the_same_address_in_every_command_of_a_block() -> None:
+    place = docs_targets.Place(["127.0.0.1:1111", "127.0.0.1:2222"], {})
+    assert place.runnable("record --upstream 127.0.0.1:9 --listen 127.0.0.1:8") == (
+        "record --upstream 127.0.0.1:1111 --listen 127.0.0.1:2222"
+    )
+    assert place.runnable("inspect 127.0.0.1:8 --brief") == "inspect 127.0.0.1:2222 --brief"
+    assert place.runnable("emulate --port 9") == "emulate --port 1111"
+    assert place.runnable("inspect 127.0.0.1:7") == "inspect 127.0.0.1:7"  # no address left for it
+    # What the commands print is shown with the doc's ports.
+    assert place.output(['127.0.0.1:2222 "port": 1111 emulated-3.9-1111 127.0.0.1:22220']) == [
+        '127.0.0.1:8 "port": 9 emulated-3.9-9 127.0.0.1:22220'
+    ]
+
+
+def test_a_document_s_blocks_share_its_temporary_folders(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    fence = "```"
+    writes = "$ kafkacompat client-profile --out /tmp/shared/mine.jsonl"
+    reads = "$ kafkacompat check /tmp/shared/mine.jsonl --release 3.9\n[exit 0]"
+    marker = "<!-- docs-check: none -->"
+    doc.write_text(f"{marker}\n{fence}\n{writes}\n{fence}\n\n{marker}\n{fence}\n{reads}\n{fence}\n")
+    assert docs_check.main(["--update", str(doc)]) == 0
+    text = doc.read_text()
+    assert "against Kafka 3.9 (zk-broker): WORKS" in text  # the second block read what the first wrote
+    assert docs_check.main([str(doc)]) == 0
+    assert not list(Path(tempfile.gettempdir()).glob("kafkacompat-docs-*/mine.jsonl"))  # removed after
+
+
+def test_a_background_command_serves_the_next_and_is_stopped_with_ctrl_c(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    fence = "```"
+    block = (
+        "$ kafkacompat emulate --release 0.10.0 --port 9092 &\n"
+        "bootstrap: 127.0.0.1:9092\n[... 2 lines omitted ...]\nstopped\n[exit 0]\n"
+        "$ kafkacompat inspect 127.0.0.1:9092 --brief\n"
+        "127.0.0.1:9092 (id: 1 rack: null) -> (\n[... 84 lines omitted ...]\n)\n"
+    )
+    marker = "<!-- docs-check: none free-port -->"
+    doc.write_text(f"{marker}\n{fence}\n{block}{fence}\n")
+    assert docs_check.main([str(doc)]) == 0
+    doc.write_text(f"{marker}\n{fence}\n{block.replace('stopped', 'gone')}{fence}\n")
+    assert docs_check.main([str(doc)]) == 1
+
+
+def test_a_listing_must_be_the_file_it_names(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    fence = "```"
+    doc.write_text(f"<!-- docs-check: file examples/probe_health.py -->\n{fence}python\nimport os\n{fence}\n")
+    assert docs_check.main([str(doc)]) == 1
+    assert docs_check.main(["--update", str(doc)]) == 0
+    assert docs_check.main([str(doc)]) == 0
+    assert (docs_check.ROOT / "examples" / "probe_health.py").read_text() in doc.read_text()
+
+
+def test_examples_and_variables_run_as_a_shell_runs_them(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    fence, marker = "```", "<!-- docs-check: none free-port -->"
+    block = (
+        "$ python examples/probe_health.py --bootstrap 127.0.0.1:9092\n[... 1 lines omitted ...]\n[exit 1]\n"
+        "$ PW=not-shown kafkacompat inspect 127.0.0.1:9092 --sasl-mechanism PLAIN --sasl-username a "
+        "--sasl-password-env PW\n"
+        "kafkacompat inspect: unreachable: 127.0.0.1:9092: connection refused (3 tries)\n[exit 1]\n"
+    )
+    doc.write_text(f"{marker}\n{fence}\n{block}{fence}\n")
+    assert docs_check.main([str(doc)]) == 0
+    doc.write_text(f"{marker}\n{fence}\n{block.replace('PW=', 'NOT_PW=')}{fence}\n")
+    assert docs_check.main([str(doc)]) == 1  # without the variable: "is not set", not unreachable

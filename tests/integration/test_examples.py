@@ -125,6 +125,24 @@ def test_the_examples_that_need_any_broker_run_on_the_emulator(name: str) -> Non
     assert "Kafka 3.9" in done.stdout
 
 
+def test_admin_groups_runs_on_the_emulator_and_checks_delete_groups_first() -> None:
+    from kafkacompat.testing import ThreadedCluster
+
+    with ThreadedCluster(["0.9.0"]) as cluster:  # the oldest it names: groups, no DeleteGroups
+        described = run_raw("admin_groups.py", cluster.bootstrap, "--groups", "5")
+        deleting = run_raw("admin_groups.py", cluster.bootstrap, "--groups", "5", "--delete")
+    assert described.returncode == 0, described.stdout + described.stderr
+    assert "node 1: one DescribeGroups for 5 group(s): {'Dead': 5}" in described.stdout
+    line = one_line_failure(deleting)
+    assert line.startswith("node 1 (Kafka 0.9.0") and line.endswith(
+        "cannot delete groups: --delete needs DeleteGroups, Kafka 1.1 or later"
+    ), line
+    assert "lookup:" not in deleting.stdout  # checked before anything was looked up
+    with ThreadedCluster(["2.0"]) as cluster:
+        deleted = run_raw("admin_groups.py", cluster.bootstrap, "--groups", "5", "--delete")
+    assert "one DeleteGroups for 5 group(s): {'GROUP_ID_NOT_FOUND': 5}" in deleted.stdout
+
+
 def test_the_embedded_client_refuses_a_broker_without_create_topics() -> None:
     from kafkacompat.testing import ThreadedCluster
 

@@ -76,6 +76,9 @@ def test_fleet_report_end_to_end(
             "20",
         ]
     )
+    first = json.loads(snapshots.read_text().splitlines()[0])
+    with snapshots.open("a") as more:  # line 46: the fields are named in the summary
+        more.write(json.dumps({**first, "node_id": "one", "observed_at": "yesterday"}) + "\n")
     out = tmp_path / "report"
     code = main(
         [
@@ -94,7 +97,13 @@ def test_fleet_report_end_to_end(
     )
     assert code == 0
     printed = capsys.readouterr().out
-    assert "bad input line(s)" in printed and "report.html" in printed
+    assert "3 bad input line(s)" in printed and "report.html" in printed
+    assert f"\n    snapshot line 20 of {snapshots}: unknown schema version 2\n" in printed
+    assert f"\n    snapshot line 40 of {snapshots}: missing field node_id\n" in printed
+    assert (
+        f"\n    snapshot line 46 of {snapshots}: observed_at: not an RFC 3339 time ('yesterday'); "
+        "node_id: not an integer ('one')\n"
+    ) in printed
     for table in (*TABLES, *WHAT_IF_TABLES):
         assert list((out / table).glob("part-*.json")), table
     verdicts = [
@@ -113,7 +122,7 @@ def test_fleet_report_end_to_end(
         for f in (out / "bad_records").glob("part-*.json")
         for line in f.read_text().splitlines()
     ]
-    assert sorted(b["line"] for b in bad) == [20, 40]
+    assert sorted(b["line"] for b in bad) == [20, 40, 46]
     assert SparkSession.getActiveSession() is not None  # the test's own session was not stopped
 
 

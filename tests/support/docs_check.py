@@ -1,6 +1,7 @@
 """Docs that are executed: the command blocks of README.md and docs/ are run and compared with what they show.
 
-A block is a fenced code block whose lines start with ``$ kafkacompat ...``,
+A block is a fenced code block whose lines start with ``$ kafkacompat ...``
+(or ``$ python examples/NAME.py ...``: the examples run the same way),
 each command followed by what it printed (stdout and stderr, as a terminal
 shows them) and, optionally, its exit status as ``[exit N]``.  The line just
 before the fence says what the commands run against::
@@ -8,17 +9,46 @@ before the fence says what the commands run against::
     <!-- docs-check: none -->            no broker (help, usage errors, file errors)
     <!-- docs-check: emulated 2.8 3.0 -->  an emulated cluster of these releases, one broker each
     <!-- docs-check: emulated 3.9 metadata.version=20 -->  ... with these finalized feature levels
+    <!-- docs-check: emulated 3.9 3.8 metadata.version=20 epoch=5 node2:epoch=4 node2:metadata.version=19 -->
+        ... finalized at epoch 5, node 2 still reporting what it knew at epoch 4 (behind the metadata log)
     <!-- docs-check: tansu -->           Tansu, the testing kit's real broker (``TansuBroker``)
     <!-- docs-check: kafka09 -->         a real Apache Kafka 0.9.0.1 (``Kafka09Broker``)
-    <!-- docs-check: skip: REASON -->    not run, for the reason given (a broker the kit
-                                         cannot start, a tool the project does not install)
+    <!-- docs-check: noida -->           noida-db 0.2.3's Kafka service (``NoidaBroker``)
+    <!-- docs-check: librdkafka-mock --> librdkafka 2.0.2's mock cluster (``LibrdkafkaMockBroker``)
+    <!-- docs-check: http -->            a peer that is not Kafka (``tests.support.wrong_peers``): a web
+                                         server; also ``text``, ``silent``, ``tls``, ``closes``
+    <!-- docs-check: emulated 3.9 sasl --> ... requiring SASL: user ``alice``, password ``alice-secret``
+    <!-- docs-check: skip: REASON -->    not run, for the reason given (a tool the project
+                                         does not install)
+    <!-- docs-check: file examples/x.py -->  a listing: the block must be that file, as it is
+                                         (``--update`` copies the file in)
 
-Every ``127.0.0.1:PORT`` of a command is replaced with the broker's address
-(for several brokers, in order).  Before comparing, ports, cluster ids made of
-ports, times, dates and temporary paths are replaced with placeholders on both
-sides, so a run on another day and other ports compares equal.  A cut output
-shows ``[... N lines omitted ...]`` (or ``[... N lines omitted: what ...]``):
-any number of lines match it.
+(The targets are started, and the commands run, by ``tests.support.docs_targets``.)
+Any target may end in ``free-port`` words: each adds a loopback address where
+nothing listens yet, after the target's own (for ``emulate --port`` or
+``record --listen``).
+
+Addresses: each distinct ``127.0.0.1:PORT`` of a block (and each ``--port
+PORT``) stands for the target's next address, in order of first appearance,
+so the same port means the same broker in every command of the block; what
+the commands print is shown with the doc's ports, so the doc keeps its ports
+from one update to the next.  Temporary paths: a ``/tmp/NAME/...`` path
+stands for a fresh directory made for the document (the same one in each of
+its blocks), so one block can read what another wrote; it is shown as
+written.
+
+A command may start with environment variables, as a shell takes them
+(``$ KAFKA_PASSWORD=wrong kafkacompat ...``).  A command ending in `` &``
+runs in the background, as a shell runs it: the next command starts once it
+has printed its first line, and when the block's last command is done it
+gets SIGINT (Ctrl-C).  Its output, shown under it, is
+all it printed until it exited.
+
+Before comparing, ports, cluster ids made of ports, times, dates and
+temporary paths are replaced with placeholders on both sides, so a run on
+another day and other ports compares equal.  A cut output shows ``[... N
+lines omitted ...]`` (or ``[... N lines omitted: what ...]``): any number of
+lines match it.
 
 ``python -m tests.support.docs_check`` checks every marked block (``make
 docs-check``) and ``--update`` rewrites the outputs with what the commands
@@ -33,26 +63,34 @@ import contextlib
 import io
 import os
 import re
-import subprocess
+import shlex
+import shutil
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.docs_targets import ROOT, Background, Place, run_command, target
+
 DOCUMENTS = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))
 MARKER = re.compile(r"^<!-- docs-check: (?P<target>[^>]*?) -->$")
 FENCE = re.compile(r"^```")
 OMITTED = re.compile(r"^\[\.\.\. (\d+) lines omitted(?P<what>: [^\]]*?)? \.\.\.\]$")
 EXIT = re.compile(r"^\[exit (\d+)\]$")
 ADDRESS = re.compile(r"127\.0\.0\.1:\d+")
-TIMEOUT = 120.0
+BACKGROUND = re.compile(r"\s+&$")
+# "$ kafkacompat ARGV" (or an example script), with environment variables before it as a shell takes them.
+COMMAND = re.compile(
+    r"^\$ (?P<environment>(?:[A-Z_][A-Z0-9_]*=\S* )*)(?P<program>kafkacompat|python examples/[\w-]+\.py)"
+    r"(?P<argv>(?: .*)?)$"
+)
 # (pattern, placeholder): what differs from run to run.
 PLACEHOLDERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"emulated-([0-9.+]+)-\d+"), r"emulated-\1-PORT"),
     (ADDRESS, "127.0.0.1:PORT"),
     (re.compile(r'"port": ?\d+'), '"port": PORT'),  # a port in JSON output
+    (re.compile(r"'127\.0\.0\.1', \d+"), "'127.0.0.1', PORT"),  # a (host, port) Python prints
     (re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?"), "TIME"),
     (re.compile(r"\b\d+(\.\d+)? ?(ms|s)\b"), "DURATION"),
     (re.compile(r"/tmp/[^\s'\"]+"), "TMPPATH"),
@@ -61,9 +99,26 @@ PLACEHOLDERS: tuple[tuple[re.Pattern[str], str], ...] = (
 
 @dataclass
 class Command:
-    argv: str  # what follows "$ kafkacompat "
+    argv: str  # what follows "$ kafkacompat ", without a trailing " &"
     output: list[str]
     exit: int | None
+    background: bool = False
+    environment: str = ""  # "NAME=VALUE ..." before "kafkacompat", as a shell takes it
+    program: str = "kafkacompat"  # or "python examples/NAME.py"
+
+    @property
+    def line(self) -> str:
+        head = f"$ {self.environment} {self.program}" if self.environment else f"$ {self.program}"
+        return f"{head} {self.argv}{' &' if self.background else ''}".rstrip()
+
+    @property
+    def runs(self) -> str:
+        """What runs: ``kafkacompat`` or the example's path."""
+        return self.program.removeprefix("python ")
+
+    @property
+    def variables(self) -> dict[str, str]:
+        return dict(word.split("=", 1) for word in shlex.split(self.environment))
 
 
 @dataclass
@@ -84,8 +139,12 @@ def normalise(text: str) -> str:
 def _parse_commands(lines: Sequence[str]) -> list[Command]:
     commands: list[Command] = []
     for line in lines:
-        if line.startswith("$ kafkacompat"):
-            commands.append(Command(line.removeprefix("$ kafkacompat").strip(), [], None))
+        if found := COMMAND.match(line):
+            argv = found["argv"].strip()
+            background = BACKGROUND.search(" " + argv) is not None
+            environment = (found["environment"] or "").strip()
+            command = BACKGROUND.sub("", " " + argv).strip()
+            commands.append(Command(command, [], None, background, environment, found["program"]))
         elif commands and (found := EXIT.match(line)):
             commands[-1].exit = int(found[1])
         elif commands:
@@ -115,55 +174,9 @@ def unmarked(path: Path) -> list[int]:
             if not inside:
                 marked = number >= 2 and bool(MARKER.match(lines[number - 2]))
             inside = not inside
-        elif inside and not marked and line.startswith("$ kafkacompat"):
+        elif inside and not marked and COMMAND.match(line):
             found.append(number)
     return found
-
-
-@contextmanager
-def target(name: str) -> Iterator[list[str]]:
-    """The addresses of what ``name`` describes, running while inside."""
-    kind, *args = name.split()
-    if kind == "none":
-        yield []
-    elif kind == "emulated":
-        from kafkacompat.testing import ThreadedCluster
-
-        releases = [arg for arg in args if "=" not in arg]
-        finalized = {name: int(level) for name, _, level in (a.partition("=") for a in args if "=" in a)}
-        with ThreadedCluster(
-            releases or ["3.9"], cluster_id="docs-cluster", finalized_features=finalized or None
-        ) as cluster:
-            yield cluster.addresses
-    elif kind == "tansu":
-        from kafkacompat.testing import TansuBroker
-
-        with TansuBroker() as tansu:
-            yield [tansu.bootstrap]
-    elif kind == "kafka09":
-        from kafkacompat.testing import Kafka09Broker
-
-        with Kafka09Broker() as kafka:
-            yield [kafka.bootstrap]
-    else:
-        raise ValueError(f"unknown docs-check target {name!r}")
-
-
-def _with_addresses(argv: str, addresses: Sequence[str]) -> str:
-    """``argv`` with its loopback addresses replaced, in order, by the running broker's."""
-    given = iter(addresses)
-    return ADDRESS.sub(lambda m: next(given, m.group(0)), argv)
-
-
-def run(argv: str, addresses: Sequence[str]) -> tuple[list[str], int]:
-    command = _with_addresses(argv, addresses)
-    env = {**os.environ, "COLUMNS": "80", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
-    done = subprocess.run(
-        f"{sys.executable} -m kafkacompat.cli {command}",
-        shell=True, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT, check=False,
-    )
-    out = (done.stdout + done.stderr).splitlines()
-    return out, done.returncode
 
 
 def matches(shown: Sequence[str], actual: Sequence[str]) -> bool:
@@ -215,23 +228,34 @@ def _shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def check_block(block: Block) -> tuple[list[str], list[str]]:
-    """(problems, the block's new lines)."""
+def check_block(block: Block, folders: dict[str, Path] | None = None) -> tuple[list[str], list[str]]:
+    """(problems, the block's new lines); ``folders``: the document's ``/tmp/NAME`` directories."""
     problems: list[str] = []
-    new_lines: list[str] = []
+    results: list[tuple[list[str], int]] = []
     with ExitStack() as stack:
-        addresses = stack.enter_context(target(block.target))
-        for command in block.commands:
-            actual, code = run(command.argv, addresses)
-            where = f"{_shown(block.path)}:{block.start}: $ kafkacompat {command.argv}"
-            if command.exit is not None and code != command.exit:
-                problems.append(f"{where}: exit {code}, the doc shows {command.exit}")
-            if not matches(command.output, actual):
-                problems.append(f"{where}: the output differs from the doc")
-            shown_argv = _with_addresses(command.argv, addresses)
-            new_lines += [f"$ kafkacompat {shown_argv}".rstrip(), *_with_cut(command.output, actual)]
-            if command.exit is not None:
-                new_lines.append(f"[exit {code}]")
+        place = Place(stack.enter_context(target(block.target)), {} if folders is None else folders)
+        running: dict[int, Background] = {}
+        try:
+            for index, command in enumerate(block.commands):
+                if command.background:
+                    running[index] = Background(place.runnable(command.argv), command.variables, command.runs)
+                    results.append(([], 0))
+                else:
+                    results.append(run_command(place.runnable(command.argv), command.variables, command.runs))
+        finally:  # the block is done: Ctrl-C to what it left running, in the reverse order
+            for index in sorted(running, reverse=True):
+                results[index] = running[index].stop()
+    new_lines: list[str] = []
+    for command, (printed, code) in zip(block.commands, results, strict=True):
+        actual = place.output(printed)
+        where = f"{_shown(block.path)}:{block.start}: {command.line}"
+        if command.exit is not None and code != command.exit:
+            problems.append(f"{where}: exit {code}, the doc shows {command.exit}")
+        if not matches(command.output, actual):
+            problems.append(f"{where}: the output differs from the doc")
+        new_lines += [command.line, *_with_cut(command.output, actual)]
+        if command.exit is not None:
+            new_lines.append(f"[exit {code}]")
     return problems, new_lines
 
 
@@ -289,6 +313,53 @@ def cli_reference() -> str:
     return "\n".join(parts)
 
 
+def check_listing(block: Block, shown: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(problems, the block's new lines) of a ``file PATH`` block: the file's text, as it is."""
+    name = block.target.removeprefix("file ").strip()
+    source = ROOT / name
+    if not source.is_file():
+        return [f"{_shown(block.path)}:{block.start}: {name} is not a file"], list(shown)
+    actual = source.read_text(encoding="utf-8").splitlines()
+    if list(shown) == actual:
+        return [], actual
+    return [f"{_shown(block.path)}:{block.start}: {name} differs from the doc"], actual
+
+
+def check_document(path: Path, update: bool) -> tuple[list[str], int, int]:
+    """(problems, commands checked, commands skipped) of one document; ``update`` rewrites its outputs."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    problems: list[str] = []
+    checked = skipped = 0
+    changes: list[tuple[Block, list[str]]] = []
+    folders: dict[str, Path] = {}  # the document's /tmp/NAME directories, shared by its blocks
+    try:
+        for block in blocks(path):  # in order: a block may read what an earlier one wrote
+            if block.target.startswith("skip"):
+                reason = block.target.removeprefix("skip:").strip()
+                if not reason or not block.target.startswith("skip: "):
+                    problems.append(f"{_shown(path)}:{block.start}: a skipped block must say why: skip: WHY")
+                skipped += len(block.commands)
+                continue
+            if block.target.startswith("file "):  # a listing of a file: it must be the file
+                found, new_lines = check_listing(block, lines[block.start : block.end])
+                changes.append((block, new_lines))
+                problems += [] if update else found
+                continue
+            found, new_lines = check_block(block, folders)
+            checked += len(block.commands)
+            changes.append((block, new_lines))
+            if not update:
+                problems += found
+    finally:
+        for folder in folders.values():
+            shutil.rmtree(folder, ignore_errors=True)
+    if update:
+        for block, new_lines in reversed(changes):  # from the end: earlier line numbers stay right
+            lines[block.start : block.end] = new_lines
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return problems, checked, skipped
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--update", action="store_true", help="rewrite the outputs with what runs now")
@@ -297,22 +368,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     problems: list[str] = []
     checked = skipped = 0
     for path in [p.resolve() for p in args.paths] or DOCUMENTS:
-        lines = path.read_text(encoding="utf-8").splitlines()
-        for block in reversed(list(blocks(path))):  # from the end: earlier line numbers stay right
-            if block.target.startswith("skip"):
-                reason = block.target.removeprefix("skip:").strip()
-                if not reason or not block.target.startswith("skip: "):
-                    problems.append(f"{_shown(path)}:{block.start}: a skipped block must say why: skip: WHY")
-                skipped += len(block.commands)
-                continue
-            found, new_lines = check_block(block)
-            checked += len(block.commands)
-            if args.update:
-                lines[block.start : block.end] = new_lines
-            else:
-                problems += found
-        if args.update:
-            path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        found, done, left = check_document(path, args.update)
+        problems += found
+        checked += done
+        skipped += left
     if not args.paths:
         reference = cli_reference()
         if args.update:

@@ -113,7 +113,7 @@ async def test_bootstrap_controller_at_a_broker_is_a_wrong_endpoint(
 
 async def test_bootstrap_controller_and_a_broker_address_are_exclusive(run_cli: Runner) -> None:
     result = await run_cli("inspect", "127.0.0.1:1", "--bootstrap-controller", "127.0.0.1:2", *FAST)
-    assert result.code == 1
+    assert result.code == 2  # a command line that cannot be used as typed
     assert "give either brokers (--bootstrap-server, HOST:PORT) or --bootstrap-controller" in result.stderr
 
 

@@ -99,7 +99,7 @@ async def test_coordinators_on_tansu_from_stdin(tansu: TansuBroker, run_cli: Run
 async def test_coordinators_needs_a_key(cli: Runner) -> None:
     result = await cli("coordinators", "127.0.0.1:9")
     assert (result.code, result.stderr.strip()) == (
-        1,
+        2,  # a command line that cannot be used as typed
         "kafkacompat coordinators: no key given: use --group, --groups-file or --transactional-id",
     )
 

@@ -130,7 +130,7 @@ async def test_argument_errors_are_kafkas(emulated_cluster: Any, cli: Runner) ->
     none = await cli("features", "upgrade", cluster.bootstrap)
     assert (none.code, none.stderr.strip()) == (
         1,
-        "kafkacompat features: You must specify at least one feature to upgrade",
+        "kafkacompat features upgrade: You must specify at least one feature to upgrade",
     )
     bad = await cli("features", "downgrade", cluster.bootstrap, "--feature", "kraft.version")
     assert bad.stderr.strip().endswith(

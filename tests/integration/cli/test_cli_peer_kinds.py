@@ -1,113 +1,49 @@
 """The wrong peer is named within a few seconds by default: a web server, a silent port, TLS, a text server.
 
-Each peer is real: Python's ``http.server``, a listener that accepts and says
-nothing, a TLS listener (``ssl`` with a trustme certificate), and a text
-server that answers a line only once it has read one; and the emulator, which
-must be inspected as before.  Options are the defaults (no ``--timeout``), as a
+Each peer is real (``tests.support.wrong_peers``): Python's ``http.server``, a
+listener that accepts and says nothing, a TLS listener (``ssl`` with a trustme
+certificate), and a text server that answers a line only once it has read one;
+and the emulator, which must be inspected as before.  Options are the defaults (no ``--timeout``), as a
 new user types them.
 """
 
 from __future__ import annotations
 
-import http.server
-import socket
-import ssl
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
-import trustme
 
 from kafkacompat.testing import ThreadedCluster
 from tests.integration.cli.cli_runner import Runner
+from tests.support import wrong_peers
 
 FEW_SECONDS = 8.0  # the diagnosis takes about 1 s plus 2.5 s of silence; the rest is slack for slow machines
 
 
-def _serve_forever(sock: socket.socket, handle: object) -> threading.Thread:
-    def loop() -> None:
-        while True:
-            try:
-                conn, _ = sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=handle, args=(conn,), daemon=True).start()  # type: ignore[arg-type]
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    return thread
-
-
-@pytest.fixture
-def listener() -> Iterator[socket.socket]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    yield sock
-    sock.close()
-
-
-def _address(sock: socket.socket) -> str:
-    return f"127.0.0.1:{sock.getsockname()[1]}"
-
-
-class _QuietHandler(http.server.BaseHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # not on the stderr the test reads
-        pass
-
-
 @pytest.fixture
 def web_server() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _QuietHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with wrong_peers.web_server() as address:
+        yield address
 
 
 @pytest.fixture
-def silent_port(listener: socket.socket) -> Iterator[str]:
-    held: list[socket.socket] = []
-    _serve_forever(listener, held.append)
-    yield _address(listener)
-    for conn in held:
-        conn.close()
+def silent_port() -> Iterator[str]:
+    with wrong_peers.silent_port() as address:
+        yield address
 
 
 @pytest.fixture
-def tls_listener(listener: socket.socket) -> str:
-    ca = trustme.CA()
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ca.issue_cert("127.0.0.1").configure_cert(context)
-
-    def handle(conn: socket.socket) -> None:
-        try:
-            with context.wrap_socket(conn, server_side=True) as tls:
-                tls.recv(1)
-        except (OSError, ssl.SSLError):
-            conn.close()
-
-    _serve_forever(listener, handle)
-    return _address(listener)
+def tls_listener() -> Iterator[str]:
+    with wrong_peers.tls_listener() as (address, _):
+        yield address
 
 
 @pytest.fixture
-def line_server(listener: socket.socket) -> str:
-    """Answers ``-ERR unknown command`` to each line, as Redis and many text protocols do; silent before."""
-
-    def handle(conn: socket.socket) -> None:
-        with conn:
-            pending = b""
-            while chunk := conn.recv(1024):
-                pending += chunk
-                if b"\n" in pending:
-                    conn.sendall(b"-ERR unknown command\r\n")
-                    pending = pending.rsplit(b"\n", 1)[1]
-
-    _serve_forever(listener, handle)
-    return _address(listener)
+def line_server() -> Iterator[str]:
+    """Answers ``-ERR unknown command`` to a line, as Redis and many text protocols do; silent before."""
+    with wrong_peers.text_server() as address:
+        yield address
 
 
 async def _inspect(cli: Runner, address: str) -> tuple[str, float]:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 import pytest
 
 from kafkacompat.cli import build_parser, main
 from kafkacompat.cli.connection_options import ConnectionOptions, resolve_connection
-from kafkacompat.errors import ConfigError
+from kafkacompat.errors import ConfigError, UsageError
 
 PASSWORD = "Wonderland-0xC0FFEE"
 PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
@@ -281,14 +282,16 @@ def test_policy_flags_build_a_version_policy() -> None:
     [
         (["--cap", "Fetch"], "wants API=VERSION"),
         (["--cap", "Fetch=x"], "wants one version number"),
-        (["--block", "NoSuchApi=1"], "bad version policy"),
-        (["--timeout", "0"], "--timeout must be positive"),
+        (["--block", "NoSuchApi=1"], "unknown API 'NoSuchApi'"),
+        (["--block", "Fecth=1"], "unknown API 'Fecth'; did you mean Fetch?"),
+        (["--timeout", "0"], "--timeout must be a positive number of seconds, got 0"),
+        (["--timeout", "nan"], "--timeout must be a positive number of seconds, got nan"),
         (["--retries", "0"], "--retries must be at least 1"),
         (["--fallback-release", "0.1.2"], "0.1.2"),
     ],
 )
 def test_bad_policy_and_limits(argv: list[str], message: str) -> None:
-    with pytest.raises(Exception, match=message):
+    with pytest.raises(UsageError, match=re.escape(message)):  # a command line mistake: exit status 2
         resolve("h:1", *argv)
 
 

@@ -158,6 +158,54 @@ def test_describe_without_any_feature() -> None:
     assert describe_lines(empty) == ["Checked on 1 broker(s): no broker supports or finalizes any feature"]
 
 
+def test_describe_a_controller_that_gives_no_finalized_level_or_epoch() -> None:
+    # What a real Kafka 3.5.2 controller answers (tests/data/real_kafka/3.5.2-kraft-split.json): no
+    # DescribeCluster, so no node id; metadata.version 1-11 supported, nothing finalized, epoch -1.
+    node = NodeFeatures(
+        -1, "127.0.0.1:9093", {"metadata.version": VersionRange(1, 11)}, {}, -1, "ApiVersions v3"
+    )
+    features = ClusterFeatures(
+        MappingProxyType({-1: node}),
+        merge_finalized([FinalizedObservation(node.node, -1, {})]),
+        MappingProxyType({}),
+    )
+    lines = describe_lines(features, kind="controller")
+    # Kafka's spelling, as its FeatureCommand prints level 0 and an empty epoch (kafka-tools 4.0.2).
+    assert lines[0] == (
+        "Feature: metadata.version\tSupportedMinVersion: 3.0-IV1\tSupportedMaxVersion: 3.5-IV2\t"
+        "FinalizedVersionLevel: UNKNOWN 0\tEpoch: -"
+    )
+    assert lines[2] == (
+        "Checked on 1 controller(s): no answer gave a finalized level or an epoch; Kafka's controllers "
+        "before 3.6 leave them out, a broker (--bootstrap-server) gives them"
+    )
+    assert lines[3:] == [
+        "Highest level every controller supports, dependencies met:",
+        "\tmetadata.version: 11 (3.5-IV2)",
+    ]
+    assert "-1" not in "\n".join(lines) and "node" not in "\n".join(lines)
+    broker_lines = describe_lines(features)
+    assert broker_lines[2] == "Checked on 1 broker(s): no answer gave a finalized level or an epoch"
+
+
+def test_a_node_without_an_id_is_named_by_its_address() -> None:
+    nodes = {
+        -1: NodeFeatures(
+            -1,
+            "h1:1",
+            {"metadata.version": VersionRange(1, 21)},
+            {"metadata.version": VersionRange(21, 21)},
+            7,
+            "v4",
+        ),
+    }
+    view = merge_finalized(FinalizedObservation(n.node, n.epoch, n.finalized) for n in nodes.values())
+    features = ClusterFeatures(MappingProxyType(nodes), view, MappingProxyType({}))
+    assert "Checked on 1 controller(s): finalized epoch 7 from h1:1" in describe_lines(
+        features, kind="controller"
+    )
+
+
 # -- describe -------------------------------------------------------------------------------
 
 

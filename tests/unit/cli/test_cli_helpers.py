@@ -67,7 +67,7 @@ def unreachable(*reasons: Exception) -> NoBrokerReachableError:
 @pytest.mark.parametrize(
     ("error", "config", "starts", "hint"),
     [
-        (unreachable(TransportError("connection refused")), PLAIN, "unreachable: no bootstrap address", None),
+        (unreachable(TransportError("connection refused")), PLAIN, "unreachable: h:0: connection", None),
         (unreachable(KafkaTimeoutError("no answer")), PLAIN, "no answer: ", "add --tls"),
         (unreachable(KafkaTimeoutError("no answer")), TLS, "no answer: ", None),
         (unreachable(PeerClosedError("closed")), PLAIN, "connection closed: ", "it may require SASL"),

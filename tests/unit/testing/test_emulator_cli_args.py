@@ -9,7 +9,7 @@ import pytest
 
 from kafkacompat.cli import COMMANDS, build_parser, main
 from kafkacompat.cli.emulate import build_cluster, derived_cluster_id, release_spec
-from kafkacompat.errors import EmulatorConfigError, UsageError
+from kafkacompat.errors import ConfigError, EmulatorConfigError, UsageError
 from kafkacompat.testing.emulator import check_bind_host
 
 
@@ -47,7 +47,7 @@ def test_sasl_users_come_from_the_environment_or_a_file(
         "carol": "pw:with:colons"
     }
     users.write_text("carol\n")
-    with pytest.raises(UsageError, match=r"entry 1 of --sasl-users-file .* is not USER:PASSWORD"):
+    with pytest.raises(ConfigError, match=r"entry 1 of --sasl-users-file .* is not USER:PASSWORD"):
         cluster_of("--sasl-users-file", str(users))
 
 
@@ -88,12 +88,12 @@ def test_clusters_of_other_releases_or_ports_have_other_ids() -> None:
     assert cluster_of("--cluster-id", "mine").state.cluster_id == "mine"  # type: ignore[attr-defined]
 
 
-def test_bad_values_are_one_line_errors(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["emulate", "--host", "10.0.0.1"]) == 1
-    assert "refusing to listen on 10.0.0.1" in capsys.readouterr().err
-    assert main(["emulate", "--topic", "t:many"]) == 1
-    assert main(["emulate", "--duration", "0"]) == 1
-    assert main(["emulate", "--release", "3.9", "--brokers", "0"]) == 1
+def test_bad_values_are_one_line_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["emulate", "--host", "10.0.0.1"]) == 2
+    assert "--host 10.0.0.1 is not a loopback address" in capsys.readouterr().err
+    assert main(["emulate", "--topic", "t:many"]) == 2
+    assert main(["emulate", "--duration", "0"]) == 2
+    assert main(["emulate", "--release", "3.9", "--brokers", "0"]) == 2
 
 
 def test_loopback_check() -> None:
