@@ -32,32 +32,36 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kafkacompat.profiles import load_measured
-from kafkacompat.profiles.installs import CLIENTS, ClientRelease, install
-from kafkacompat.profiles.measure import (
-    DEFAULT_CACHE,
+from kafkacompat.profiles.brokers import (
     ERA,
-    ERA_REQUEST_TIMEOUT_S,
+    MOCK,
+    NOIDA,
     TANSU,
     RecordedBroker,
     recorded_broker,
     start_recorder,
     stop_recorder,
-    traffic_run,
 )
-from kafkacompat.testing.ports import free_port
+from kafkacompat.profiles.installs import CLIENTS, ClientRelease, install
+from kafkacompat.profiles.measure import DEFAULT_CACHE, ERA_REQUEST_TIMEOUT_S, traffic_run
 
-__all__ = ["REAL_BROKERS", "Cell", "cells", "markdown", "summary"]
+__all__ = ["APACHE_BROKERS", "REAL_BROKERS", "Cell", "cells", "judged", "markdown", "runs", "summary"]
 
-NOIDA = "noida-db 0.2.3"
-MOCK = "librdkafka-mock 2.0.2"
-REAL_BROKERS: tuple[str, ...] = (TANSU, ERA, NOIDA, MOCK)
+# Real Apache Kafka: a ZooKeeper-mode 2.x and 3.9, and KRaft 4.0 and 4.4 (4.0.2 is not among the
+# brokers profiles are measured against: its column is judged from ranges measured elsewhere).
+APACHE_BROKERS: tuple[str, ...] = (
+    "2.8.2/zookeeper",
+    "3.9.2/zookeeper",
+    "4.0.2/kraft-combined",
+    "4.4.0/kraft-combined",
+)
+REAL_BROKERS: tuple[str, ...] = (*APACHE_BROKERS, ERA, TANSU, NOIDA, MOCK)
 
 # The APIs each step of the traffic sends (besides Metadata and FindCoordinator, sent by all).
 _STEP_APIS: dict[str, set[int]] = {
@@ -120,36 +124,9 @@ def stopped_at(report: dict[str, Any], profiles: list[dict[str, Any]]) -> tuple[
     return tuple(names.get(k, str(k)) for k in sorted(keys))
 
 
-@contextmanager
-def _broker(name: str) -> Iterator[RecordedBroker]:
-    if name in (TANSU, ERA):
-        with recorded_broker(name) as broker:
-            yield broker
-        return
-    # noida-db and the mock advertise their own port: the recorder sees the bootstrap connection.
-    if name == NOIDA:
-        from kafkacompat.testing.noida import NoidaBroker as Software
-    else:
-        from kafkacompat.testing.librdkafka_mock import LibrdkafkaMockBroker as Software  # type: ignore[assignment]
-    with Software() as running:
-        if name == MOCK:
-            _create_topic_on_the_mock(running.bootstrap)
-        yield RecordedBroker(name, running.bootstrap, free_port())
-
-
-def _create_topic_on_the_mock(bootstrap: str) -> None:
-    """The mock has no CreateTopics; it makes a topic when one is produced to, as a fleet's topics exist."""
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 20000})
-    producer.produce("traffic", b"kafkacompat traffic", partition=0)
-    if producer.flush(30) != 0:
-        raise RuntimeError(f"could not create the topic on the librdkafka mock at {bootstrap}")
-
-
 def snapshot_of(broker: RecordedBroker, out: Path) -> None:
     """``kafkacompat snapshot`` of the running broker, through the recorder it advertises."""
-    recorder = start_recorder(broker.port, broker.upstream, out.with_suffix(".recorded.jsonl"))
+    recorder = start_recorder(broker.bootstrap, broker.upstream, out.with_suffix(".recorded.jsonl"))
     try:
         done = subprocess.run(
             [
@@ -166,7 +143,7 @@ def snapshot_of(broker: RecordedBroker, out: Path) -> None:
                 # a broker before KIP-78 (0.9) names no cluster id: the broker's name stands in
                 "--cluster-id",
                 broker.name.replace(" ", "-"),
-                f"127.0.0.1:{broker.port}",
+                broker.bootstrap,
             ],
             capture_output=True,
             text=True,
@@ -185,8 +162,11 @@ def runs(
     installed = [(client, install(client, cache)) for client in clients]
     directory.mkdir(parents=True, exist_ok=True)
     for name in brokers:
-        slug = name.replace(" ", "-")
-        with _broker(name) as broker, tempfile.TemporaryDirectory(prefix="kafkacompat-confusion-") as scratch:
+        slug = _slug(name)
+        with (
+            recorded_broker(name) as broker,
+            tempfile.TemporaryDirectory(prefix="kafkacompat-confusion-") as scratch,
+        ):
             snapshot_of(broker, directory / f"{slug}.snapshot.jsonl")
             timeout = ERA_REQUEST_TIMEOUT_S if name == ERA else None
             with (directory / f"{slug}.outcomes.jsonl").open("a", encoding="utf-8") as outcomes:
@@ -206,12 +186,16 @@ def runs(
                     outcomes.flush()
 
 
+def _slug(name: str) -> str:
+    return name.replace(" ", "-").replace("/", "-")
+
+
 def judged(directory: Path, brokers: Sequence[str] = REAL_BROKERS) -> list[Cell]:
     """The cells of the runs under ``directory``: ``check measured --cluster`` of each snapshot."""
     measured = {f"{p['client']} {p['version']}" for p in load_measured()}
     out = []
     for name in brokers:
-        slug = name.replace(" ", "-")
+        slug = _slug(name)
         snapshot, outcomes_file = directory / f"{slug}.snapshot.jsonl", directory / f"{slug}.outcomes.jsonl"
         if not outcomes_file.exists():
             continue
