@@ -19,10 +19,13 @@ use.  The rules, in the order they are tried for each API and each broker:
    does not have (``feature_gates``: transaction.version >= 2 for Produce v12+
    in a transaction, TxnOffsetCommit v5+ and EndTxn v5+; group.version >= 1
    for ConsumerGroupHeartbeat/Describe; share.version >= 1 for the Share
-   APIs).  Clients that obey the gates (``obeys_feature_gates``, as
-   kafkacompat does) pick below them instead; where a gated API has a classic
-   fallback the client also uses (DescribeGroups for ConsumerGroupDescribe,
-   JoinGroup for ConsumerGroupHeartbeat), the finding is a warning.
+   APIs).  A client that obeys the gates (``obeys_feature_gates``: kafkacompat
+   itself) is judged with kafkacompat's own picker,
+   ``version_policy.pick_version``, so its verdict and its connections pick
+   the same version; it breaks here only when the gates leave it none.  Where
+   a gated API has a classic fallback the client also uses (DescribeGroups
+   for ConsumerGroupDescribe, JoinGroup for ConsumerGroupHeartbeat), the
+   finding is a warning.
 
 0. ApiVersions is the negotiation itself, not an API a client can break on
    while the broker has it: a client that asks a version the broker lacks
@@ -89,6 +92,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.feature_gates import gates_for, level_of
 from kafkacompat.negotiation.measured_runs import measured_runs
 from kafkacompat.negotiation.silent_broker import API_VERSIONS as _API_VERSIONS
@@ -105,6 +109,7 @@ from kafkacompat.negotiation.verdict_types import (
     Severity,
     Verdict,
 )
+from kafkacompat.negotiation.version_policy import explain
 from kafkacompat.protocol.removals import describe_removal, follows_kip_896, refused_by, release_order
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference.api_names import API_NAMES
@@ -276,7 +281,38 @@ def _judge_api(
             text = f"the client writes {name} {entry.versions}, {broker.label} accepts {offered}"
             return None, [finding("no-common-version", None, "KIP-35", text)]
         version = common.highest
+        if client.obeys_feature_gates:
+            return _picked_by_policy(client, entry, broker, finding)
     return _accepted(client, entry, broker, version, finding)
+
+
+def _picked_by_policy(
+    client: ClientSide, entry: ClientEntry, broker: BrokerSide, finding: Any
+) -> tuple[int | None, list[Finding]]:
+    """A client that picks as kafkacompat does: ``version_policy`` itself, feature gates obeyed.
+
+    The version is the one ``version_policy.pick_version`` gives this broker's
+    ranges and finalized levels (levels not reported count as 0, as they do
+    when kafkacompat connects); when the gates leave none, that is the finding.
+    """
+    key = entry.api_key
+    capabilities = BrokerCapabilities.from_ranges(
+        broker.label,
+        broker.apis,
+        finalized_features={name: (level, level) for name, level in (broker.finalized or {}).items()},
+    )
+    choice = explain(
+        key,
+        capabilities,
+        client_ranges={key: entry.versions},
+        in_transaction=client.transactional,
+        feature_gates=True,
+    )
+    if choice.chosen is not None:
+        return _accepted(client, entry, broker, choice.chosen, finding)
+    gate = next(iter(gates_for(key, in_transaction=client.transactional)), None)
+    source = gate.source if gate is not None else "KIP-584"
+    return None, [finding("feature-gated", None, source, f"{API_NAMES.get(key, key)}: {choice.reason}")]
 
 
 def _accepted(
@@ -357,10 +393,6 @@ def _gated(
         )
         if not could_send_gated:
             continue
-        if client.obeys_feature_gates:
-            below = [v for v in range(version, entry.versions.lowest - 1, -1) if v not in gate.versions]
-            if below:
-                return below[0], []
         fallback = _FALLBACKS.get(entry.api_key)
         severe = fallback is None or fallback not in client.entries
         if level is None:
