@@ -48,6 +48,7 @@ Rule = Literal[
     "api-versions-fallback",
     "client-refuses-era",
     "fallback-not-answered",
+    "unsupported-client-release",
 ]
 Severity = Literal["breaks", "warns", "unknown"]
 Status = Literal["works", "breaks", "unknown"]

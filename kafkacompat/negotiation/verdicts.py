@@ -97,7 +97,7 @@ from kafkacompat.negotiation.feature_gates import gates_for, level_of
 from kafkacompat.negotiation.measured_runs import measured_runs
 from kafkacompat.negotiation.silent_broker import API_VERSIONS as _API_VERSIONS
 from kafkacompat.negotiation.silent_broker import SilentBrokerRun, silent_broker_run
-from kafkacompat.negotiation.verdict_evidence import before_kip_35, measured_on_lookalike
+from kafkacompat.negotiation.verdict_evidence import before_kip_35, measured_on_lookalike, outside_kip_1124
 from kafkacompat.negotiation.verdict_types import (
     NEVER_REQUIRED,
     BrokerSide,
@@ -207,6 +207,9 @@ def judge(client: ClientSide, brokers: Sequence[BrokerSide], target: str | None 
             version, found = _judge_api(client, entry, broker)
             chosen[key] = version
             findings.extend(found)
+        too_old = outside_kip_1124(client, broker)
+        if too_old is not None:
+            findings.append(too_old)
     return Verdict(client.label, target or ", ".join(b.label for b in brokers), tuple(findings), picks)
 
 

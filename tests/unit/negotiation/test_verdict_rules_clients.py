@@ -120,3 +120,31 @@ def test_a_client_measured_on_the_lookalike_is_judged_by_that_measurement() -> N
     assert "stopped in step consume" in finding.message
     profile["recorded"]["against"]["tansu 0.6.0"]["steps"][1]["ok"] = True  # type: ignore[index]
     assert judge(client_side(profile), [tansu()]).status == "works"
+
+
+def java_client(version: str, *entries: ClientEntry, got_through_on_4x: bool | None = None) -> ClientSide:
+    from kafkacompat.negotiation.measured_runs import MeasuredRun
+
+    runs = {}
+    if got_through_on_4x is not None:
+        stopped = None if got_through_on_4x else "produce"
+        runs["4.4.0/kraft-combined"] = MeasuredRun("4.4.0/kraft-combined", got_through_on_4x, stopped, None, ())
+    return ClientSide("kafka-clients", version, {e.api_key: e for e in entries}, measured_on=runs)
+
+
+def test_kip_1124_warns_of_java_clients_before_2_1_on_4x_and_the_versions_decide() -> None:
+    produce_v6 = ClientEntry(PRODUCE, VersionRange(0, 6), required=True)
+    kafka_40 = broker("4.0", "kraft-broker")
+    verdict = judge(java_client("2.0.1", produce_v6, got_through_on_4x=True), [kafka_40])
+    (finding,) = verdict.findings
+    assert verdict.status == "works"  # what the real 4.0.2 and 4.4.0 did with it
+    assert (finding.rule, finding.severity, finding.source) == ("unsupported-client-release", "warns", "KIP-1124")
+    assert "from 2.1 on" in finding.message and "against the real 4.4.0 its traffic got through" in finding.message
+    # Produce v2 (kafka-clients 0.10.2): still refused for its version, and warned of for its release.
+    old = judge(java_client("0.10.2.2", ClientEntry(PRODUCE, VersionRange(0, 2), required=True)), [kafka_40])
+    assert old.status == "breaks"
+    assert [f.rule for f in old.findings] == ["advertised-but-refused", "unsupported-client-release"]
+    # Not on 3.9, not for 2.1 and later, not for other clients.
+    assert judge(java_client("2.0.1", produce_v6), [broker("3.9")]).findings == ()
+    assert judge(java_client("2.1.0", produce_v6), [kafka_40]).findings == ()
+    assert judge(one(produce_v6), [kafka_40]).findings == ()
