@@ -24,6 +24,13 @@ the client sent it in every recording whose traffic got through (one it does
 without somewhere is used only when offered), or, for a release that got
 through nowhere, in every recording that got furthest; telemetry never is
 (``verdicts.NEVER_REQUIRED``).
+
+``merge_recorded`` does the same for what ``kafkacompat record`` wrote in
+front of several brokers (``record --merge``, and ``check`` given several
+recordings of one client): each recording of a client is one run, against
+the broker whose ApiVersions answer it recorded (its release guessed from
+that answer, for ``by_release``); a recorder does not see whether the
+application's work got through, so every run counts as one that did.
 """
 
 from __future__ import annotations
@@ -32,11 +39,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kafkacompat.negotiation.release_guess import guess_release
 from kafkacompat.negotiation.silent_broker import API_VERSIONS
 from kafkacompat.negotiation.verdicts import NEVER_REQUIRED
 from kafkacompat.protocol.removals import release_order
+from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["Recording", "merge_recordings", "offered_ranges"]
+__all__ = ["Recording", "merge_recorded", "merge_recordings", "offered_ranges"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +105,46 @@ def merge_recordings(client: str, version: str, recordings: Sequence[Recording])
         entry.update(_pick(key, per_broker, offers, apache, fixed_seen))
         entries.append(entry)
     return {"client": client, "version": version, "api_versions": entries}
+
+
+def merge_recorded(profiles: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Profiles with the recordings of each client merged into one, in the order first met.
+
+    A client met once is kept as it is.  Several profiles of one (client,
+    version) must all be recordings (``recorded.offered``: the ApiVersions
+    answers the recorder saw); otherwise the same profile is given twice, a
+    ``ValueError`` naming it.
+    """
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for profile in profiles:
+        groups.setdefault((str(profile["client"]), str(profile["version"])), []).append(profile)
+    merged: list[dict[str, Any]] = []
+    for (client, version), group in groups.items():
+        if len(group) == 1:
+            merged.append(dict(group[0]))
+            continue
+        if not all(p.get("recorded", {}).get("offered") for p in group):
+            raise ValueError(
+                f"{client} {version or '(no version)'} is given {len(group)} times and not every one is a "
+                "recording (kafkacompat record) to merge"
+            )
+        recordings = [
+            Recording(f"recording {number}", _release_of(offered_ranges([p])), [p])
+            for number, p in enumerate(group, 1)
+        ]
+        profile = merge_recordings(client, version, recordings)
+        profile["recorded"] = {
+            "source": "kafkacompat record, merged",
+            "merged": [{"recording": r.broker, "release": r.apache_release} for r in recordings],
+        }
+        merged.append(profile)
+    return merged
+
+
+def _release_of(offered: Mapping[int, tuple[int, int]]) -> str | None:
+    """The Apache release an ApiVersions answer names, when it names one (the oldest of a tie)."""
+    guess = guess_release({key: VersionRange(low, high) for key, (low, high) in offered.items()})
+    return min(guess.releases, key=release_order) if guess.releases else None
 
 
 def _pick(
