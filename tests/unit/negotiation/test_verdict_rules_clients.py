@@ -91,6 +91,18 @@ def test_tansu_is_identified_by_its_measured_answer_and_breaks_join_group_v2_and
     assert judge(v5_joiner, [tansu()]).status == "works"  # v4 on: Kafka asks for the member id too
 
 
+def test_noida_closes_on_describe_configs_v0_and_create_topics_v0_v1_which_kafka_answers() -> None:
+    known = next(s for s in lookalikes() if s.software == "noida-db")
+    noida = BrokerSide("noida", dict(known.apis), None, {}, identify(known.apis))
+    # sarama 1.40.1's admin lists topics with DescribeConfigs v0: the connection ends there.
+    lister = one(ClientEntry(32, VersionRange(0, 0), required=True))
+    (finding,) = judge(lister, [noida]).findings
+    assert (finding.rule, finding.severity, finding.api_key) == ("lookalike-deviation", "breaks", 32)
+    assert "closes the connection" in finding.message
+    assert judge(one(ClientEntry(32, VersionRange(0, 1), required=True)), [noida]).status == "works"
+    assert judge(one(ClientEntry(19, VersionRange(0, 1), required=True)), [noida]).status == "breaks"
+
+
 def test_a_client_measured_on_the_lookalike_is_judged_by_that_measurement() -> None:
     joins_v5 = {"api_key": JOIN_GROUP, "min": 5, "max": 5, "required": True}
     profile = {
