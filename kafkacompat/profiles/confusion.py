@@ -32,11 +32,12 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafkacompat.negotiation.measured_runs import STEP_APIS
 from kafkacompat.profiles import load_measured
 from kafkacompat.profiles.brokers import (
     ERA,
@@ -63,17 +64,7 @@ APACHE_BROKERS: tuple[str, ...] = (
 )
 REAL_BROKERS: tuple[str, ...] = (*APACHE_BROKERS, ERA, TANSU, NOIDA, MOCK)
 
-# The APIs each step of the traffic sends (besides Metadata and FindCoordinator, sent by all).
-_STEP_APIS: dict[str, set[int]] = {
-    "setup": {18, 3},
-    "metadata": {18, 3, 19, 60},
-    "produce": {0, 22},
-    "consume": {1, 2, 9, 11, 12, 14, 13, 68},
-    "commit": {8, 9, 12},
-    "describe-group": {15, 16, 69},
-    "delete-group": {42},
-    "transaction": {0, 22, 24, 25, 26, 28},
-}
+# Sent in the first steps by every client (ApiVersions, Metadata, FindCoordinator).
 _COMMON = {3, 10, 18}
 
 
@@ -120,7 +111,7 @@ def stopped_at(report: dict[str, Any], profiles: list[dict[str, Any]]) -> tuple[
     if last is not None:
         keys.add(int(last["api_key"]))
     failed = next((s["step"] for s in report["steps"] if not s["ok"]), None)
-    keys |= _STEP_APIS.get(str(failed), set()) | (_COMMON if failed in ("setup", "metadata") else set())
+    keys |= set(STEP_APIS.get(str(failed), ())) | (_COMMON if failed in ("setup", "metadata") else set())
     return tuple(names.get(k, str(k)) for k in sorted(keys))
 
 
@@ -156,12 +147,18 @@ def snapshot_of(broker: RecordedBroker, out: Path) -> None:
 
 
 def runs(
-    clients: Sequence[ClientRelease], brokers: Sequence[str], directory: Path, cache: Path = DEFAULT_CACHE
+    plan: Mapping[str, Sequence[ClientRelease]],
+    directory: Path,
+    cache: Path = DEFAULT_CACHE,
+    while_running: Callable[[RecordedBroker], None] | None = None,
 ) -> None:
-    """Every broker's snapshot and every client's outcome on it, written under ``directory``."""
-    installed = [(client, install(client, cache)) for client in clients]
+    """Each broker's snapshot and the outcomes of its clients (``plan``: broker -> clients) in ``directory``.
+
+    ``while_running`` is called with each broker once its clients ran, before it stops.
+    """
+    installed = {c: install(c, cache) for clients in plan.values() for c in clients}
     directory.mkdir(parents=True, exist_ok=True)
-    for name in brokers:
+    for name, clients in plan.items():
         slug = _slug(name)
         with (
             recorded_broker(name) as broker,
@@ -170,8 +167,8 @@ def runs(
             snapshot_of(broker, directory / f"{slug}.snapshot.jsonl")
             timeout = ERA_REQUEST_TIMEOUT_S if name == ERA else None
             with (directory / f"{slug}.outcomes.jsonl").open("a", encoding="utf-8") as outcomes:
-                for client, target in installed:
-                    report, profiles = traffic_run(client, target, broker, Path(scratch), timeout)
+                for client in clients:
+                    report, profiles = traffic_run(client, installed[client], broker, Path(scratch), timeout)
                     outcome = {
                         "client": f"{client.library} {client.release}",
                         "library": client.library,
@@ -184,6 +181,8 @@ def runs(
                     }
                     outcomes.write(json.dumps(outcome) + "\n")
                     outcomes.flush()
+            if while_running is not None:
+                while_running(broker)
 
 
 def _slug(name: str) -> str:
@@ -249,12 +248,14 @@ def judged(directory: Path, brokers: Sequence[str] = REAL_BROKERS) -> list[Cell]
 
 
 def cells(
-    clients: Sequence[ClientRelease], brokers: Sequence[str] = REAL_BROKERS, cache: Path = DEFAULT_CACHE
+    plan: Mapping[str, Sequence[ClientRelease]],
+    cache: Path = DEFAULT_CACHE,
+    while_running: Callable[[RecordedBroker], None] | None = None,
 ) -> list[Cell]:
-    """Every (client, broker) cell: the verdict of ``check`` and what the traffic did."""
+    """Every cell of ``plan`` (broker -> clients): the verdict of ``check`` and what the traffic did."""
     with tempfile.TemporaryDirectory(prefix="kafkacompat-runs-") as directory:
-        runs(clients, brokers, Path(directory), cache)
-        return judged(Path(directory), brokers)
+        runs(plan, Path(directory), cache, while_running)
+        return judged(Path(directory), list(plan))
 
 
 def summary(table: Sequence[Cell]) -> Counter[str]:
@@ -302,11 +303,12 @@ def main(argv: list[str] | None = None) -> int:
         and (not args.language or c.language in args.language)
     ]
     brokers = args.broker or REAL_BROKERS
+    plan = {broker: chosen for broker in brokers}
     if args.runs is None:
-        table = cells(chosen, brokers)
+        table = cells(plan)
     else:
         if not args.judge_only:
-            runs(chosen, brokers, args.runs)
+            runs(plan, args.runs)
         table = judged(args.runs, brokers)
     if args.json is not None:
         with args.json.open("w", encoding="utf-8") as handle:

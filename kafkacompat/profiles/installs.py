@@ -291,6 +291,8 @@ def _npm_built(what: ClientRelease, target: Path, cache: Path) -> None:
     _run([*node_gyp, "configure", f"--nodedir={_node_headers(what)}"], what, cwd=home, env=env)
     _run([*node_gyp, "build", "-j", "2"], what, cwd=home, env=env)
     shutil.rmtree(tools)
+    for leftover in [*home.glob("deps/**/*.[oa]"), *home.glob("build/deps/*.a")]:
+        leftover.unlink()  # objects and static archives: the binding loads build/deps/librdkafka*.so
 
 
 def _node_headers(what: ClientRelease) -> Path:
