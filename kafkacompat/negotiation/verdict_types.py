@@ -49,6 +49,7 @@ Rule = Literal[
     "client-refuses-era",
     "fallback-not-answered",
     "unsupported-client-release",
+    "client-cannot-send",
 ]
 Severity = Literal["breaks", "warns", "unknown"]
 Status = Literal["works", "breaks", "unknown"]

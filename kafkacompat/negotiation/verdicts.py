@@ -57,6 +57,16 @@ use.  The rules, in the order they are tried for each API and each broker:
    ``fallback-not-answered`` when the broker left it unanswered, closed on
    it or returned an error.
 
+8. ``client-cannot-send``: the profile says the client cannot write the API
+   at all (``min`` above ``max``): measured, it failed the step that needs
+   it against every broker, without sending it (sarama 1.40.1's default
+   protocol version has no DeleteGroups).  It breaks wherever that API is
+   required, whatever the broker offers.
+
+9. ``unsupported-client-release`` (a warning, ``verdict_evidence``): Apache
+   Kafka's Java client before 2.1 against Kafka 4.x, outside the releases
+   KIP-1124 says 4.x supports; the versions it sends are judged as above.
+
 How a client picks a version (``pick``), as measured against brokers that
 offer different ranges: ``highest`` (the highest in common with the
 broker's offer), ``fixed`` (one version whatever it is offered) or
@@ -242,6 +252,12 @@ def _judge_api(
         if has_fallback:
             message += f" (the client also uses {API_NAMES.get(fallback or 0)}, its fallback)"
         return None, [finding("api-missing", None, "KIP-35", message, not has_fallback)]
+    if entry.versions.empty:  # measured refusing it itself, whatever the broker offers
+        text = (
+            f"the client does not send {name} at all: measured, it failed the step that needs it "
+            "without sending it, against every broker"
+        )
+        return None, [finding("client-cannot-send", None, "measured (kafkacompat.profiles)", text)]
     if key == _API_VERSIONS:  # the negotiation itself: the client steps down to what it is offered
         return min(entry.versions.highest, offered.highest), []
     if entry.pick == "release-table":

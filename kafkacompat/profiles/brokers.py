@@ -79,11 +79,11 @@ def is_apache(name: str) -> bool:
 
 
 def apache_line(name: str) -> str | None:
-    """The Apache release line (``"2.8"``) a broker name stands for; None for look-alike software."""
+    """The release as the release table names it (``"2.8"``, ``"0.10.2"``); None for look-alike software."""
     if name in (TANSU, NOIDA, MOCK):
         return None
-    release = name.partition("/")[0]
-    return ".".join(release.split(".")[:2])
+    parts = name.partition("/")[0].split(".")
+    return ".".join(parts[:3] if parts[0] == "0" else parts[:2])  # 0.x lines have three numbers
 
 
 class RecordedBroker:

@@ -133,6 +133,7 @@ def profile_of(client: ClientRelease, runs: dict[str, tuple[dict[str, Any], list
             profiles,
             bool(report["ok"]),
             sum(1 for step in report["steps"] if step["ok"] and "skipped" not in step),
+            next((str(step["step"]) for step in report["steps"] if not step["ok"]), None),
         )
         for name, (report, profiles) in runs.items()
         if name != ERA

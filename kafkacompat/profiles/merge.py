@@ -39,11 +39,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kafkacompat.negotiation.measured_runs import STEP_APIS
 from kafkacompat.negotiation.release_guess import guess_release
 from kafkacompat.negotiation.silent_broker import API_VERSIONS
 from kafkacompat.negotiation.verdicts import NEVER_REQUIRED
 from kafkacompat.protocol.removals import release_order
 from kafkacompat.protocol.versions import VersionRange
+from kafkacompat.testing.client_traffic import STEPS
 
 __all__ = ["Recording", "merge_recorded", "merge_recordings", "offered_ranges"]
 
@@ -57,6 +59,7 @@ class Recording:
     profiles: Sequence[Mapping[str, Any]]  # every profile the recording wrote (one per client id)
     ok: bool = True
     passed: int = 0  # steps of the traffic that passed
+    failed_step: str | None = None  # the step of the traffic it failed in
 
 
 def offered_ranges(profiles: Sequence[Mapping[str, Any]]) -> dict[int, tuple[int, int]]:
@@ -104,7 +107,29 @@ def merge_recordings(client: str, version: str, recordings: Sequence[Recording])
         }
         entry.update(_pick(key, per_broker, offers, apache, fixed_seen))
         entries.append(entry)
-    return {"client": client, "version": version, "api_versions": entries}
+    for key in _refused_by_the_client(recordings, set(sent)):
+        # min above max: it cannot write the API at all (``pipeline.client_format``).
+        entries.append(
+            {"api_key": key, "min": 1, "max": 0, "min_exact": True, "max_exact": True, "required": True}
+        )
+    return {"client": client, "version": version, "api_versions": sorted(entries, key=lambda e: e["api_key"])}
+
+
+def _refused_by_the_client(recordings: Sequence[Recording], sent: set[int]) -> list[int]:
+    """The APIs of a step no run got past, failed without the client ever sending the step's API.
+
+    The client refused the step itself, whatever the broker offered (sarama
+    1.40.1's default protocol version has no DeleteGroups: it fails the step
+    with UNSUPPORTED_VERSION of its own making, sending nothing): it cannot
+    send that API, and the traffic needs it.
+    """
+    failed = [STEPS.index(r.failed_step) for r in recordings if r.failed_step in STEPS]
+    if not failed or any(r.ok for r in recordings):
+        return []
+    step = STEPS[max(failed)]  # the furthest any run got
+    api = STEP_APIS[step][0]
+    reached = sum(1 for r in recordings if r.failed_step == step)  # against brokers that differ
+    return [api] if reached >= 2 and api not in sent else []
 
 
 def merge_recorded(profiles: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

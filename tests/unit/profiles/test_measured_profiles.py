@@ -192,3 +192,42 @@ def test_record_merge_and_check_merge_recordings_of_one_client(tmp_path: Path, c
     assert verdict["client"] == "lib" and {p["api"]: p["version"] for p in picks}["Produce"] == 7
     assert main(["check", str(out), "--release", "2.8", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["verdicts"] == [verdict]
+
+
+def test_a_step_the_client_fails_everywhere_without_sending_its_api_is_an_api_it_cannot_send() -> None:
+    from kafkacompat.negotiation.release_guess import known_api_ranges
+    from kafkacompat.negotiation.verdicts import BrokerSide, judge
+
+    delete_groups = 42
+    # sarama 1.40.1: its default protocol version has no DeleteGroups; it fails the step by itself.
+    runs = [
+        Recording(r, r, [recorded("lib", [entry(METADATA, 5, 5)])], False, 5, "delete-group")
+        for r in ("1.1", "3.9")
+    ] + [Recording("4.4", "4.4", [recorded("lib", [entry(METADATA, 5, 5)])], False, 0, "metadata")]
+    merged = by_key(merge_recordings("lib", "1", runs))
+    assert merged[delete_groups] == {
+        "api_key": delete_groups, "min": 1, "max": 0, "min_exact": True, "max_exact": True, "required": True
+    }
+    kafka_39 = BrokerSide("Kafka 3.9", dict(known_api_ranges("3.9", "zk-broker")), "3.9", {})
+    verdict = judge(client_side(merge_recordings("lib", "1", runs)), [kafka_39])
+    assert [(f.api_name, f.rule, f.severity) for f in verdict.findings] == [
+        ("DeleteGroups", "client-cannot-send", "breaks")
+    ]
+    # Failed there against one broker only, or sent the API somewhere, or got through somewhere: no.
+    assert delete_groups not in by_key(merge_recordings("lib", "1", runs[1:]))
+    sent = [Recording("2.8", "2.8", [recorded("lib", [entry(delete_groups, 0, 0)])], False, 5, "delete-group")]
+    assert by_key(merge_recordings("lib", "1", runs + sent))[delete_groups]["min"] == 0  # as sent
+    through = [Recording("2.8", "2.8", [recorded("lib", [entry(METADATA, 5, 5)])], True, 7)]
+    assert delete_groups not in by_key(merge_recordings("lib", "1", runs + through))
+
+
+def test_broker_names_give_the_release_as_the_release_table_names_it() -> None:
+    from kafkacompat.profiles.brokers import TANSU, apache_line, is_apache
+
+    assert [apache_line(n) for n in ("0.10.2.2/zookeeper", "1.1.1/zookeeper", "4.4.0/kraft-combined")] == [
+        "0.10.2",
+        "1.1",
+        "4.4",
+    ]
+    assert apache_line(TANSU) is None and apache_line("4.0/kraft-broker") == "4.0"  # emulated
+    assert is_apache("2.8.2/zookeeper") and not is_apache("4.0/kraft-broker") and not is_apache(TANSU)
