@@ -160,3 +160,13 @@ def test_kip_1124_warns_of_java_clients_before_2_1_on_4x_and_the_versions_decide
     assert judge(java_client("2.0.1", produce_v6), [broker("3.9")]).findings == ()
     assert judge(java_client("2.1.0", produce_v6), [kafka_40]).findings == ()
     assert judge(one(produce_v6), [kafka_40]).findings == ()
+
+
+def test_a_measured_run_stops_at_its_failed_steps_api_not_at_an_earlier_refusal_it_survived() -> None:
+    from kafkacompat.negotiation.measured_runs import MeasuredRun
+
+    # sarama 1.40.1 on Tansu: JoinGroup answered MEMBER_ID_REQUIRED, joined anyway; then delete-group failed.
+    run = MeasuredRun("tansu 0.6.0", False, "delete-group", "unsupported", ((JOIN_GROUP, 1, "error:X"),))
+    assert run.stop()[:2] == (42, None)
+    in_step = MeasuredRun("tansu 0.6.0", False, "consume", "x", ((JOIN_GROUP, 1, "error:X"),))
+    assert in_step.stop()[:2] == (JOIN_GROUP, 1)
