@@ -14,7 +14,9 @@ broker, the steps of its traffic and the requests with their outcomes.
 The brokers (``profiles.brokers``): real Apache Kafka 0.10.2, 1.1 (ZooKeeper),
 3.9 and 4.4 (KRaft; 4.4 closes on every version 4.x removed), so a client's
 pick and its minimums show against four offers, old to new; the real Tansu
-(a look-alike); and the real Apache Kafka 0.9.0.1 (``ERA``: no ApiVersions;
+and librdkafka 2.0.2's mock cluster (look-alikes: a verdict on one is the
+release's run there, ``verdicts``' measured-on-lookalike); and the real
+Apache Kafka 0.9.0.1 (``ERA``: no ApiVersions;
 it stays silent on it), which measures how the client reacts to a broker that
 never answers ApiVersions: it gives up, or infers an old release and goes on,
 and where it stops.  That run is evidence of its own
@@ -43,6 +45,7 @@ from kafkacompat._cache import cache_root
 from kafkacompat.pipeline.client_format import validate_client_profile
 from kafkacompat.profiles.brokers import (
     ERA,
+    MOCK,
     TANSU,
     RecordedBroker,
     apache_line,
@@ -64,7 +67,7 @@ APACHE: tuple[str, ...] = (
     "3.9.2/kraft-combined",
     "4.4.0/kraft-combined",
 )
-BROKERS: tuple[str, ...] = (*APACHE, TANSU, ERA)
+BROKERS: tuple[str, ...] = (*APACHE, TANSU, MOCK, ERA)
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "measured.jsonl"
 DEFAULT_CACHE = cache_root() / "clients"
