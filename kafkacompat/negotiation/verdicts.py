@@ -30,7 +30,10 @@ use.  The rules, in the order they are tried for each API and each broker:
 0. ApiVersions is the negotiation itself, not an API a client can break on
    while the broker has it: a client that asks a version the broker lacks
    is answered UNSUPPORTED_VERSION with the broker's range and steps down
-   (KIP-35, KIP-511), as every measured client does.
+   (KIP-35, KIP-511), as every measured client does; unless the broker is
+   look-alike software whose answer to that version is not Kafka's (rule 6:
+   librdkafka 2.0.2's mock answers ApiVersions v3 and above in a layout no
+   client reads).
 
 6. ``lookalike-deviation``: the broker is identified as look-alike software
    (``lookalikes.identify``: its ApiVersions answer is one measured from that
@@ -42,7 +45,9 @@ use.  The rules, in the order they are tried for each API and each broker:
    (its profile's ``recorded.against``; ``measured_runs``), the measurement
    is the verdict: it got through, or it breaks where it stopped
    (``measured-on-lookalike``), since a look-alike's deviations are not all
-   foreseeable from a table.
+   foreseeable from a table; the findings of the rules above come with it,
+   since a run that gets further another time (a look-alike's quirk need not
+   bite every time) stops at those.
 
 7. A broker without ApiVersions (before KIP-35: 0.9 and older) gets no
    guess from ranges: what a client does there is its own choice (give up,
@@ -210,13 +215,16 @@ def judge(client: ClientSide, brokers: Sequence[BrokerSide], target: str | None 
             findings.extend(before_kip_35(client, broker, chosen))
             continue
         run = client.measured_on.get(broker.software.label) if broker.software is not None else None
-        if run is not None:
-            findings.extend(measured_on_lookalike(client, broker, run, chosen))
-            continue
+        if run is not None and run.ok:
+            continue  # measured getting through on that very software
+        by_ranges: list[Finding] = []
         for key, entry in sorted(client.entries.items()):
             version, found = _judge_api(client, entry, broker)
             chosen[key] = version
-            findings.extend(found)
+            by_ranges.extend(found)
+        if run is not None:  # where it stopped, measured; and what the ranges say would stop it later
+            findings.extend(measured_on_lookalike(client, broker, run, chosen))
+        findings.extend(by_ranges)
         too_old = outside_kip_1124(client, broker)
         if too_old is not None:
             findings.append(too_old)
@@ -259,7 +267,15 @@ def _judge_api(
         )
         return None, [finding("client-cannot-send", None, "measured (kafkacompat.profiles)", text)]
     if key == _API_VERSIONS:  # the negotiation itself: the client steps down to what it is offered
-        return min(entry.versions.highest, offered.highest), []
+        asked = entry.versions.highest
+        deviation = broker.software.deviation(key, asked) if broker.software is not None else None
+        if deviation is not None and asked > offered.highest:  # the answer to step down by is not Kafka's
+            text = (
+                f"{broker.label} is {broker.software.label if broker.software else ''}: it answers {name} "
+                f"v{asked} with {deviation.answer}; {deviation.kafka_does}"
+            )
+            return asked, [finding("lookalike-deviation", asked, deviation.source, text)]
+        return min(asked, offered.highest), []
     if entry.pick == "release-table":
         return _release_table(client, entry, broker, finding)
     if entry.pick == "fixed":

@@ -170,3 +170,33 @@ def test_a_measured_run_stops_at_its_failed_steps_api_not_at_an_earlier_refusal_
     assert run.stop()[:2] == (42, None)
     in_step = MeasuredRun("tansu 0.6.0", False, "consume", "x", ((JOIN_GROUP, 1, "error:X"),))
     assert in_step.stop()[:2] == (JOIN_GROUP, 1)
+
+
+def test_the_mocks_unreadable_answer_to_api_versions_above_its_range_breaks_who_asks_it() -> None:
+    known = next(s for s in lookalikes() if s.software == "librdkafka-mock")
+    mock = BrokerSide("mock", dict(known.apis), None, {}, identify(known.apis))
+    asks_v3 = one(ClientEntry(API_VERSIONS, VersionRange(0, 3), required=True))
+    (finding,) = judge(asks_v3, [mock]).findings
+    assert (finding.rule, finding.api_key, finding.version) == ("lookalike-deviation", API_VERSIONS, 3)
+    assert "v0 layout" in finding.message
+    # Asking within its range (0-2) is the negotiation as usual; and on Kafka, asking above is too.
+    assert judge(one(ClientEntry(API_VERSIONS, VersionRange(0, 2), required=True)), [mock]).findings == ()
+    assert judge(asks_v3, [broker("1.1")]).findings == ()
+
+
+def test_a_failed_measured_run_on_a_lookalike_comes_with_what_the_ranges_say_stops_it_later() -> None:
+    known = next(s for s in lookalikes() if s.software == "librdkafka-mock")
+    mock = BrokerSide("mock", dict(known.apis), None, {}, identify(known.apis))
+    stalled = {"steps": [{"step": "consume", "ok": False, "error": "no record consumed"}], "requests": []}
+    profile = {
+        "client": "lib",
+        "version": "1",
+        "api_versions": [{"api_key": 15, "min": 0, "max": 5, "required": True}],  # DescribeGroups
+        "recorded": {"against": {known.label: stalled}},
+    }
+    verdict = judge(client_side(profile), [mock])
+    # kafka-python 2.2.21 on the mock: measured stalling in consume, another run got to describe-group.
+    assert [(f.api_name, f.rule) for f in verdict.findings] == [
+        ("Fetch", "measured-on-lookalike"),
+        ("DescribeGroups", "api-missing"),  # the mock has none
+    ]
