@@ -143,6 +143,8 @@ def _text_lines(path: Path, what: str) -> list[str]:
 
 
 def _matches(client: ClientSide, wanted: str) -> bool:
+    if client.name == wanted:  # a name with an @ of its own (kafka-go's client id "app@host (...)")
+        return True
     name, _, version = wanted.partition("@")
     return client.name == name and (not version or client.version == version)
 

@@ -1,11 +1,14 @@
 """Verdicts against reality: each measured client's traffic on real brokers, next to ``check``'s verdict.
 
 Theory.  A verdict is worth betting an upgrade on only if it matches what
-happens.  For each real broker here (Tansu, the Apache Kafka 0.9.0.1, noida-db,
-librdkafka's mock; real Apache releases once the testing kit can run them),
-started once with ``kafkacompat record`` in front, this takes the broker's
+happens.  For each real broker here (``REAL_BROKERS``: Apache Kafka 2.8.2 and
+3.9.2 in ZooKeeper mode, 4.0.2 and 4.4.0 in KRaft, 0.9.0.1; Tansu, noida-db,
+librdkafka's mock; ``profiles.brokers`` starts them), started once with
+``kafkacompat record`` in front, this takes the broker's
 snapshot (``kafkacompat snapshot``, what an operator's fleet collects) and
-runs every chosen client release's traffic (``runs``); then ``kafkacompat
+runs the traffic of the client releases planned for it (``runs``; ``make
+verdict-table`` plans every measured release on every broker, ``make test``
+a representative set); then ``kafkacompat
 check measured --cluster`` of that snapshot (the broker identified, its
 release guessed) gives the verdicts (``judged``), each put next to the
 outcome.  The two halves are apart so that traffic can be collected while
@@ -275,7 +278,7 @@ def markdown(table: Sequence[Cell]) -> str:
             if cell is None:
                 row.append("")
                 continue
-            outcome = "ran" if cell.ok else f"failed in {cell.failed_step}"
+            outcome = "ran" if cell.ok else f"failed in {cell.failed_step or 'setup'}"
             said = cell.verdict + (f" ({', '.join(cell.breaking)})" if cell.breaking else "")
             mark = "" if cell.kind == "right" else f" **{cell.kind}**"
             row.append(f"{said} / {outcome}{mark}")

@@ -1,4 +1,4 @@
-"""kafkacompat's own profile is judged with kafkacompat's own picker: the verdict picks what a connection picks."""
+"""kafkacompat's own profile is judged with its own picker: the verdict picks what a connection picks."""
 
 from __future__ import annotations
 
@@ -49,6 +49,8 @@ def test_closed_gates_lower_kafkacompats_transactional_produce_and_end_txn_on_4x
     (own,) = load_clients("kafkacompat")
     (closed,) = brokers_for_release("4.0", None, GATED_LEVELS)
     (open_,) = brokers_for_release("4.0", None, {"transaction.version": 2})
-    assert (judge(own, [closed]).picks[closed.label][0], judge(own, [closed]).picks[closed.label][26]) == (11, 4)
-    assert (judge(own, [open_]).picks[open_.label][0], judge(own, [open_]).picks[open_.label][26]) == (12, 5)
+    closed_picks = judge(own, [closed]).picks[closed.label]
+    open_picks = judge(own, [open_]).picks[open_.label]
+    assert (closed_picks[0], closed_picks[26]) == (11, 4)  # Produce, EndTxn
+    assert (open_picks[0], open_picks[26]) == (12, 5)
     assert judge(own, [closed]).status == "works"

@@ -215,7 +215,8 @@ def test_a_step_the_client_fails_everywhere_without_sending_its_api_is_an_api_it
     ]
     # Failed there against one broker only, or sent the API somewhere, or got through somewhere: no.
     assert delete_groups not in by_key(merge_recordings("lib", "1", runs[1:]))
-    sent = [Recording("2.8", "2.8", [recorded("lib", [entry(delete_groups, 0, 0)])], False, 5, "delete-group")]
+    sends = [recorded("lib", [entry(delete_groups, 0, 0)])]
+    sent = [Recording("2.8", "2.8", sends, False, 5, "delete-group")]
     assert by_key(merge_recordings("lib", "1", runs + sent))[delete_groups]["min"] == 0  # as sent
     through = [Recording("2.8", "2.8", [recorded("lib", [entry(METADATA, 5, 5)])], True, 7)]
     assert delete_groups not in by_key(merge_recordings("lib", "1", runs + through))
@@ -231,3 +232,10 @@ def test_broker_names_give_the_release_as_the_release_table_names_it() -> None:
     ]
     assert apache_line(TANSU) is None and apache_line("4.0/kraft-broker") == "4.0"  # emulated
     assert is_apache("2.8.2/zookeeper") and not is_apache("4.0/kraft-broker") and not is_apache(TANSU)
+
+
+def test_a_client_that_printed_nothing_failed_in_setup() -> None:
+    report = read_report("", "kafkajs")  # kafkajs 1.16.0 against 0.9.0.1
+    assert report["steps"] == [
+        {"step": "setup", "ok": False, "error": "the client process ended before its first step"}
+    ]
