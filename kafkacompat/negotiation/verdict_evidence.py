@@ -45,15 +45,12 @@ def measured_on_lookalike(
     key, version, why = run.stop()
     if version is not None:
         chosen[key] = version
-    entry = client.entries.get(key)
     text = f"measured against {run.against}, {why}"
     return [
-        Finding(
+        _finding(
+            client,
+            broker,
             key,
-            API_NAMES.get(key, f"UnknownApi{key}"),
-            broker.label,
-            entry.versions if entry is not None else VersionRange(version or 0, version or 0),
-            broker.apis.get(key),
             version,
             "measured-on-lookalike",
             "breaks",
@@ -61,6 +58,32 @@ def measured_on_lookalike(
             text,
         )
     ]
+
+
+def _finding(
+    client: ClientSide,
+    broker: BrokerSide,
+    key: int,
+    version: int | None,
+    rule: Rule,
+    severity: Severity,
+    source: str,
+    text: str,
+) -> Finding:
+    """A finding on ``key`` that a measurement or the client's identity makes, not the ranges."""
+    known = client.entries.get(key)
+    return Finding(
+        key,
+        API_NAMES.get(key, f"UnknownApi{key}"),
+        broker.label,
+        known.versions if known is not None else VersionRange(version or 0, version or 0),
+        broker.apis.get(key),
+        version,
+        rule,
+        severity,
+        source,
+        text,
+    )
 
 
 def before_kip_35(client: ClientSide, broker: BrokerSide, chosen: dict[int, int | None]) -> list[Finding]:
@@ -72,19 +95,7 @@ def before_kip_35(client: ClientSide, broker: BrokerSide, chosen: dict[int, int 
     def found(
         key: int, version: int | None, rule: Rule, severity: Severity, source: str, text: str
     ) -> Finding:
-        known = client.entries.get(key)
-        return Finding(
-            key,
-            API_NAMES.get(key, f"UnknownApi{key}"),
-            broker.label,
-            known.versions if known is not None else VersionRange(version or 0, version or 0),
-            broker.apis.get(key),
-            version,
-            rule,
-            severity,
-            source,
-            text,
-        )
+        return _finding(client, broker, key, version, rule, severity, source, text)
 
     if measured is None or not measured.applies_to(broker.apis, broker.release):
         why = (
@@ -142,18 +153,8 @@ def outside_kip_1124(client: ClientSide, broker: BrokerSide) -> Finding | None:
         f"{client.label} is older, and is judged by the versions it sends"
         + (f" (measured {'; '.join(measured)})" if measured else "")
     )
-    ranges = client.entries.get(_API_VERSIONS)
-    return Finding(
-        _API_VERSIONS,
-        API_NAMES.get(_API_VERSIONS, "ApiVersions"),
-        broker.label,
-        ranges.versions if ranges is not None else VersionRange(0, 0),
-        broker.apis.get(_API_VERSIONS),
-        None,
-        "unsupported-client-release",
-        "warns",
-        "KIP-1124",
-        text,
+    return _finding(
+        client, broker, _API_VERSIONS, None, "unsupported-client-release", "warns", "KIP-1124", text
     )
 
 
