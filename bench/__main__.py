@@ -31,6 +31,8 @@ SECTIONS: dict[str, str] = {
     "legacy": "bench.legacy",
     "pipeline": "bench.pipeline",
     "recorder": "bench.recorder",
+    "handshake": "bench.handshake",
+    "deadlines": "bench.deadlines",
 }
 
 

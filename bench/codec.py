@@ -538,6 +538,8 @@ class Codec:
     targeted: bool = False  # the workload's target applies to this peer
     # Per-operation targets for this peer ("decode", "encode"), when they differ by peer.
     targets: Mapping[str, float] = field(default_factory=dict)
+    # The operations this implementation is timed on, when not all of the case's.
+    only: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -855,8 +857,7 @@ def verify(case: Case, codec: Codec) -> tuple[str | None, str]:
         return f"cannot decode the payload: {type(exc).__name__}: {exc}", note
     if got != codec.expected:
         return f"decodes the payload to other content: {first_difference(got, codec.expected)}", note
-    if case.roundtrip:
-        assert codec.encode is not None
+    if case.roundtrip and codec.encode is not None:
         try:
             encoded = bytes(codec.encode())
         except Exception as exc:
@@ -893,15 +894,18 @@ def run_case(case: Case, config: BenchConfig) -> list[Row]:
         label = case.label(op)
         first = op == case.operations()[0]
         target = case.target if op == "main" else None
+        in_op = [codec for codec in timed if not codec.only or op in codec.only]
         times = dict(
             zip(
-                (codec.impl for codec in timed),
-                measure_many([operation(codec, op, case.payload) for codec in timed], config, CLOCK),
+                (codec.impl for codec in in_op),
+                measure_many([operation(codec, op, case.payload) for codec in in_op], config, CLOCK),
                 strict=True,
             )
         )
         base = times.get(KAFKACOMPAT)
         for codec in case.codecs:
+            if codec.only and op not in codec.only:
+                continue
             if codec.missing:
                 if first:
                     rows.append(Row(label, codec.impl, note=codec.missing))
@@ -966,7 +970,9 @@ def _bytecode_env(cache: str) -> dict[str, str]:
 
 
 def footprint_rows(config: BenchConfig) -> list[Row]:
-    """Informational: import time and the size of the generated code (no target, no peer)."""
+    """Informational: import time and the size of the generated code and the wheel (no target, no peer)."""
+    from kafkacompat.protocol import codec_path
+
     folder = Path(__file__).resolve().parent.parent / "kafkacompat" / "protocol" / "messages"
     files = sorted(folder.glob("*.py"))
     size = sum(p.stat().st_size for p in files)
@@ -974,11 +980,16 @@ def footprint_rows(config: BenchConfig) -> list[Row]:
     repeats = 2 if config.quick else 5
     with tempfile.TemporaryDirectory() as cache:
         env = _bytecode_env(cache)
+        pure_env = {**env, "KAFKACOMPAT_CODEC": "pure"}
         imports = [
             _import_seconds(probe, repeats, env)
             for probe in (_IMPORT_PROBE_PROTOCOL, _IMPORT_PROBE, _IMPORT_PROBE_ALL)
         ]
-    note = "CPU time, fresh interpreter, bytecode cached, best of runs"
+        pure_all = _import_seconds(_IMPORT_PROBE_ALL, repeats, pure_env)
+    path = codec_path.current()
+    note = f"CPU time, fresh interpreter, bytecode cached, best of runs; {path} path"
+    native = sorted(folder.parent.glob("_native*.so")) + sorted(folder.parent.glob("_native*.pyd"))
+    source = folder.parent / "_native.c"
     return [
         Row("i. import: kafkacompat.protocol", "kafkacompat", imports[0], note=note),
         Row(
@@ -994,17 +1005,35 @@ def footprint_rows(config: BenchConfig) -> list[Row]:
             note=f"{len(files)} modules; {note}",
         ),
         Row(
+            "i. import: every message module",
+            "kafkacompat (pure Python)",
+            pure_all,
+            note=f"{len(files)} modules, KAFKACOMPAT_CODEC=pure: no native readers made",
+        ),
+        Row(
             "i. generated code size",
             "kafkacompat",
             note=f"kafkacompat/protocol/messages: {len(files)} files, {size / 1e6:.2f} MB, {lines} lines",
         ),
+        Row(
+            "i. native reader size",
+            "kafkacompat",
+            note=(
+                f"{native[0].name}: {native[0].stat().st_size / 1e3:.0f} kB"
+                if native
+                else f"not built ({codec_path.native_unavailable()})"
+            )
+            + f"; _native.c: {source.read_text(encoding='utf-8').count(chr(10))} lines",
+        ),
         Row("i. wheel size", "kafkacompat", note=wheel_size()),
+        Row("i. wheel size", "kafkacompat (pure Python)", note=wheel_size({"KAFKACOMPAT_NATIVE": "0"})),
     ]
 
 
-def wheel_size() -> str:
+def wheel_size(extra_env: Mapping[str, str] | None = None) -> str:
     """The size of the wheel ``python -m build`` makes from this tree (in a temporary folder)."""
     root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, **(extra_env or {})}
     with tempfile.TemporaryDirectory() as out:
         try:
             subprocess.run(
@@ -1012,6 +1041,7 @@ def wheel_size() -> str:
                 capture_output=True,
                 text=True,
                 check=True,
+                env=env,
             )
         except subprocess.CalledProcessError as exc:
             return f"could not build the wheel: {' '.join(exc.stderr.strip().splitlines()[-1:]) or exc}"

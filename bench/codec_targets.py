@@ -7,7 +7,11 @@ Peers, measured in the same run on the same bytes:
 * ``kafka-python``: kafka-python 3.x's schema-driven codec.
 
 The targets: decode at least as fast as kio and 3x kafka-python; encode 3x
-kafka-python and ahead of kio.  Each payload is built once with kafkacompat;
+kafka-python and ahead of kio.  kafkacompat is timed on the codec path in use
+(``kafkacompat.protocol.codec_path``: the native reader where it is built) and,
+beside it, decoding with the generated Python readers alone (``kafkacompat (pure
+Python)``; its ratio is its time over the path in use).  Encoding is the same
+on both paths.  Each payload is built once with kafkacompat;
 before timing, every peer must decode it to the same content and encode its
 own copy (built with its public constructors, outside the timed code) to the
 same bytes or to bytes kafkacompat reads as the same content.
@@ -41,12 +45,15 @@ from bench.codec import (
     kafka_python_metadata,
     metadata_message,
 )
-from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.errors import DecodeError
+from kafkacompat.protocol import codec_path
+from kafkacompat.protocol.message import KafkaMessage, decode_at
 from kafkacompat.protocol.messages import ApiVersionsResponse, FindCoordinatorResponse, MetadataResponse
 
 __all__ = ["build_target_cases"]
 
 KIO = "kio"
+KAFKACOMPAT_PURE = f"{KAFKACOMPAT} (pure Python)"
 
 # The ratios kafkacompat must reach, per peer and operation (peer time / kafkacompat time).
 KIO_TARGETS = {"decode": 1.0, "encode": 1.0}
@@ -180,6 +187,23 @@ def digest_metadata_kio(m: Any) -> Any:
     )
 
 
+# --------------------------------------------------------------------------- kafkacompat's two paths
+
+
+def pure_decoder(cls: type[KafkaMessage], version: int) -> Callable[[bytes | bytearray], Any]:
+    """``cls.decode`` at ``version`` on the generated Python reader, whichever path is in use."""
+    reader = cls._READERS[version]
+    reader = getattr(reader, "fallback", reader)  # a native reader keeps the Python one beside it
+
+    def decode(data: bytes | bytearray) -> Any:
+        obj, end = decode_at(cls.NAME, reader, data, 0, version)
+        if end != len(data):
+            raise DecodeError(f"{len(data) - end} bytes left over", what=cls.NAME, version=version)
+        return obj
+
+    return decode
+
+
 # --------------------------------------------------------------------------- cases
 
 
@@ -211,8 +235,20 @@ def build_target_cases() -> list[Case]:
                 encode=lambda: message.encode(version),
                 digest=digest,
                 expected=expected,
+                note=f"decode: {codec_path.describe()}",
             )
         ]
+        if codec_path.current() == codec_path.NATIVE:
+            codecs.append(
+                Codec(
+                    KAFKACOMPAT_PURE,
+                    decode=pure_decoder(cls, version),
+                    digest=digest,
+                    expected=expected,
+                    note="the generated Python readers: the fallback where no native reader is built",
+                    only=("decode",),
+                )
+            )
         if kio_schema is None:
             codecs.append(Codec(kio_label, missing=kio_missing))
         else:

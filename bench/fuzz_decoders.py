@@ -10,6 +10,13 @@ the class, the version and the input in hex.  Two more checks ride along:
 each valid encoding must decode back to the object it came from, and
 whatever a decoder accepts must encode again (or raise ``EncodeError``).
 
+``--path native`` (the default where the native reader is built) or
+``--path pure`` picks the codec path (kafkacompat.protocol.codec_path); on the
+native path every case is also read by the native reader alone and by the
+Python reader of the same layout, which must agree: both refuse it, or both
+read the same objects (type for type) ending at the same byte.  ``make fuzz``
+runs both paths; ``make fuzz-asan`` the native one under AddressSanitizer.
+
 Cases are drawn from ``random.Random(seed)`` with the seed printed at the
 start, so a run is repeatable with ``--seed`` (the budget only decides where
 it stops).  Exit status: 0 when nothing failed, 1 otherwise.
@@ -32,8 +39,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import messages
+from kafkacompat.protocol import codec_path, messages
 from kafkacompat.protocol.message import KafkaMessage, KafkaStruct
+from tests.support.codec_paths import shape
 
 __all__ = ["main"]
 
@@ -183,7 +191,7 @@ def cases(rng: random.Random, target: Target) -> Iterator[tuple[str, bytes]]:
 
 @dataclass
 class Failure:
-    check: str  # "decode", "re-encode", "valid input", "round trip"
+    check: str  # "decode", "re-encode", "valid input", "round trip", "native vs Python"
     target: str
     strategy: str
     data: bytes
@@ -267,8 +275,37 @@ def note_slow(target: Target, buffer: Any, elapsed: float, size: int, stats: Sta
         stats.slowest = (elapsed, target.name, size)
 
 
+def compare_paths(target: Target, strategy: str, data: bytes, stats: Stats) -> None:
+    """The native reader alone and the Python reader of its layout: both refuse ``data``, or agree."""
+    reader = target.cls._READERS[target.version]
+    try:
+        native = reader.strict(data, 0)
+    except Exception as exc:
+        trace = traceback.format_exc()
+        stats.fail(Failure("native vs Python", target.name, strategy, data, _describe(exc), trace))
+        return
+    try:
+        python = reader.fallback(data, 0)
+    except DecodeError:
+        python = None
+    if native is None and python is None:
+        stats.outcomes["both paths refused"] += 1
+        return
+    if native is None or python is None or native[1] != python[1] or shape(native[0]) != shape(python[0]):
+        said = "refused" if native is None else f"read {native[1]} bytes"
+        other = "refused" if python is None else f"read {python[1]} bytes"
+        error = f"native reader {said}, Python reader {other}" + (
+            ", to other objects" if native and python and native[1] == python[1] else ""
+        )
+        stats.fail(Failure("native vs Python", target.name, strategy, data, error, ""))
+        return
+    stats.outcomes["both paths read the same"] += 1
+
+
 def feed(target: Target, strategy: str, data: bytes, buffer: Any, stats: Stats) -> None:
     stats.cases[strategy] += 1
+    if codec_path.current() == codec_path.NATIVE:
+        compare_paths(target, strategy, data, stats)
     started = time.perf_counter()
     try:
         obj = target.cls.decode(buffer, target.version)
@@ -329,7 +366,7 @@ def run(seconds: float, seed: int, batch: int = 25, per_target: int = 6) -> Stat
 def summary(stats: Stats, *, seconds: float, seed: int, n_targets: int, n_classes: int) -> str:
     total = sum(stats.cases.values())
     lines = [
-        f"seed {seed}, ran {seconds:.1f} s",
+        f"seed {seed}, ran {seconds:.1f} s, codec path: {codec_path.describe()}",
         f"classes {n_classes}, class-versions {n_targets} (visited {len(stats.visited)})",
         f"cases {total:,} ({total / max(seconds, 1e-9):,.0f}/s): "
         + ", ".join(f"{name} {count:,}" for name, count in stats.cases.most_common()),
@@ -362,10 +399,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--seconds", type=float, default=60.0, help="time budget (default 60)")
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: a fresh one, printed)")
+    parser.add_argument(
+        "--path", choices=(codec_path.NATIVE, codec_path.PURE), default=codec_path.current(),
+        help=f"the codec path to fuzz (default here: {codec_path.current()})",
+    )
     args = parser.parse_args(argv)
+    codec_path.use(args.path)
     seed = secrets.randbits(32) if args.seed is None else args.seed
     n_targets = len(all_targets())
-    print(f"fuzz_decoders: seed {seed}, budget {args.seconds:g} s (repeat with --seed {seed})", flush=True)
+    print(
+        f"fuzz_decoders: seed {seed}, budget {args.seconds:g} s, {args.path} path"
+        f" (repeat with --seed {seed} --path {args.path})",
+        flush=True,
+    )
     started = time.monotonic()
     stats = run(args.seconds, seed)
     print(

@@ -15,6 +15,10 @@ client entry points against it in turn (``probe``, ``connection``,
 
 The broker side prints how often each mutation was applied.
 
+``--path pure`` runs the clients on the generated Python readers (the
+environment's ``KAFKACOMPAT_CODEC=pure``), ``--path native`` on the native
+reader (the default where it is built); the report names the path in use.
+
 ``--cases`` runs the named hostile cases of docs/hostile.md instead, each in
 a child of its own (``kafkacompat.testing.hostile_client``), and prints a
 table: entry point, case, outcome, wall time, peak RSS.  ``--client-path
@@ -50,6 +54,7 @@ DEADLINES = {"probe": 1, "connection": 2, "cluster": 4, "coordinators": 6}
 def worker(address: str, seconds: float, timeout: float) -> int:
     """The child: call every entry point in turn until ``seconds`` pass; print one JSON report."""
     from kafkacompat.errors import KafkaCompatError
+    from kafkacompat.protocol import codec_path
     from kafkacompat.testing.hostile_client import peak_rss_mib, run_entry
 
     outcomes: dict[str, Counter[str]] = {entry: Counter() for entry in ENTRIES}
@@ -73,7 +78,8 @@ def worker(address: str, seconds: float, timeout: float) -> int:
         outcomes[entry][outcome] += 1
         longest[entry] = max(longest[entry], time.monotonic() - started)
     print(json.dumps({"outcomes": {e: dict(c) for e, c in outcomes.items()}, "longest": longest,
-                      "untyped": untyped, "peak_rss_mib": round(peak_rss_mib(), 1)}))
+                      "untyped": untyped, "peak_rss_mib": round(peak_rss_mib(), 1),
+                      "codec": codec_path.describe()}))
     return 0
 
 
@@ -121,11 +127,19 @@ def cases() -> list[tuple[str, str, object]]:
     ]
 
 
-def run_cases(client_path: str, timeout: float) -> int:
+def path_env(path: str | None) -> dict[str, str]:
+    """The environment of the client children: ``KAFKACOMPAT_CODEC=pure`` for the Python readers."""
+    env = {key: value for key, value in os.environ.items() if key != "KAFKACOMPAT_CODEC"}
+    if path == "pure":
+        env["KAFKACOMPAT_CODEC"] = "pure"
+    return env
+
+
+def run_cases(client_path: str, timeout: float, path: str | None = None) -> int:
     from kafkacompat.testing.hostile import HostileBroker
     from kafkacompat.testing.hostile_client import client_argv, measure
 
-    env = {**os.environ, "PYTHONPATH": client_path}
+    env = {**path_env(path), "PYTHONPATH": client_path}
     print(f"{'entry point':17} {'case':48} {'outcome':28} {'time':>8} {'peak RSS':>10}")
     failed = False
     for entry, case, script in cases():
@@ -152,6 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-rss", type=float, default=64.0, help="peak RSS target in MiB (default 64)")
     parser.add_argument("--rate", type=float, default=0.5,
                         help="share of replies damaged (default 0.5: later steps are reached too)")
+    parser.add_argument("--path", choices=("native", "pure"), default=None,
+                        help="the codec path the clients decode with (default: the one in use there)")
     parser.add_argument("--worker", metavar="ADDRESS", help=argparse.SUPPRESS)
     parser.add_argument("--cases", action="store_true", help="the named cases of docs/hostile.md, measured")
     parser.add_argument("--client-path", default=str(Path(__file__).resolve().parents[1]),
@@ -160,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.worker:
         return worker(args.worker, args.seconds, args.timeout)
     if args.cases:
-        return run_cases(args.client_path, 2.0)
+        return run_cases(args.client_path, 2.0, args.path)
 
     from kafkacompat.testing import ThreadedCluster
     from kafkacompat.testing.hostile import HostileBroker, mutating, relay
@@ -172,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         host, _, port = cluster.bootstrap.split(",")[0].rpartition(":")
         with HostileBroker(mutating(relay(host, int(port)), random.Random(seed), rate=args.rate)) as broker:
             repo = str(Path(__file__).resolve().parents[1])
-            env = {**os.environ, "PYTHONPATH": repo}
+            env = {**path_env(args.path), "PYTHONPATH": repo}
             argv_child = [sys.executable, "-m", "bench.fuzz_hostile", "--worker", broker.address,
                           "--seconds", str(args.seconds), "--timeout", str(args.timeout)]
             measured = measure(argv_child, timeout=args.seconds + 120, env=env, cwd=repo)
@@ -182,6 +198,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("fuzz_hostile: the client process failed", file=sys.stderr)
         return 1
     report = measured.report()
+    print(f"codec path of the client process: {report['codec']}")
+    if args.path is not None and not report["codec"].startswith(args.path):
+        print(f"fuzz_hostile: the client did not run on the {args.path} path", file=sys.stderr)
+        return 1
     failed = False
     print(f"\nreplies relayed from the emulator, by damage ({sum(mutations.values())} in all):")
     for label, count in mutations.most_common():

@@ -2,7 +2,7 @@
 
 The load is ``kafkacompat.testing.record_load`` against its bare broker (a
 process of its own): 1,000 client ids, each on its own connection with its
-request pairs pipelined (32 connections at once), then 8 s in which the
+request pairs pipelined (32 connections at once), then 16 s in which the
 clients come back, 50 a second, each changing its profile, so the writer has
 work every cycle (the case where the old writer, which rewrote the whole book
 in the event loop, stalled every connection).  Meanwhile one request at a time
@@ -17,7 +17,12 @@ p99 round trip of each.
    thread (CPU time: the longest it kept every proxied byte waiting).
    Target: the writer adds at most 5 ms to the p99, and its longest step is
    under 10 ms.
-2. Peak RSS of ``kafkacompat record`` (the CLI, a process of its own) over
+2. What stalls every proxied connection at once, in CPU time of the trio
+   thread: the longest full garbage collection and the longest step of any
+   task, with start-up frozen as ``kafkacompat record`` does
+   (``freeze_start_up``) and, before that, without.  Target: no full
+   collection over 10 ms.
+3. Peak RSS of ``kafkacompat record`` (the CLI, a process of its own) over
    the same load (its writer always on), against the same process idle.  Target: at most 32 MiB
    over idle (the book's bound, ``MAX_PAIRS``, and one line per client).
 
@@ -27,7 +32,9 @@ on one core, with or without the writer; it is printed for reference.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import subprocess
 import sys
 import tempfile
@@ -37,14 +44,15 @@ from typing import Any
 import trio
 
 from bench.common import BenchConfig, Row, format_table, join
-from kafkacompat.testing.record_load import LoopSteps, record_in_process, summary
+from kafkacompat.testing.record_load import LoopSteps, frozen_start_up, record_in_process, summary
 
 TITLE = "kafkacompat record: added latency and footprint at 1,000 client ids"
 
 ADDED_P99_MS = 5.0
 WRITER_STEP_MS = 10.0
+FULL_COLLECTION_MS = 10.0
 RSS_OVER_IDLE_MIB = 32.0
-SETTLE = 8.0  # seconds after the load: four windows with the writer, four without
+SETTLE = 16.0  # seconds after the load: eight windows with the writer, eight without
 
 
 def _broker() -> tuple[subprocess.Popen[str], str]:
@@ -55,13 +63,14 @@ def _broker() -> tuple[subprocess.Popen[str], str]:
     return process, f"127.0.0.1:{int(process.stdout.readline())}"
 
 
-def _in_process(broker: str, clients: int, pairs: int) -> dict[str, Any]:
+def _in_process(broker: str, clients: int, pairs: int, *, frozen: bool = True) -> dict[str, Any]:
     steps = LoopSteps()
     with tempfile.TemporaryDirectory() as folder:
         run = functools.partial(
             record_in_process, broker, Path(folder) / "p.jsonl", clients, pairs, settle=SETTLE, alternate=1.0
         )
-        report = trio.run(run, instruments=[steps])
+        with frozen_start_up() if frozen else contextlib.nullcontext():
+            report = trio.run(run, instruments=[steps])
     report.update(steps.summary())
     return report
 
@@ -119,7 +128,23 @@ def _ms(value: float) -> float:
     return value / 1000
 
 
+def _stall_row(workload: str, impl: str, report: dict[str, Any]) -> Row:
+    longest = report["full_collection_longest_ms"]
+    return Row(
+        workload,
+        impl,
+        _ms(longest),
+        note=join(
+            f"{report['full_collections']} full collection(s), the longest {longest:.2f} ms CPU "
+            f"(target <= {FULL_COLLECTION_MS:g})" + ("" if longest <= FULL_COLLECTION_MS else " MISSED"),
+            f"longest step of any task {report['others_longest_ms']:.2f} ms CPU",
+            f"load {os.getloadavg()[0]:.1f}",
+        ),
+    )
+
+
 def _size_rows(broker: str, clients: int, pairs: int) -> list[Row]:
+    before = _in_process(broker, clients, pairs, frozen=False)
     report = _in_process(broker, clients, pairs)
     on, off = (summary(samples) for samples in _split(report))
     after = f"{clients:,} client ids x {pairs} pairs: p99 round trip after the load"
@@ -127,6 +152,7 @@ def _size_rows(broker: str, clients: int, pairs: int) -> list[Row]:
     added = on["p99_ms"] - off["p99_ms"]
     longest = report["writer_longest_ms"]
     idle, peak = _cli_rss(broker, clients, pairs)
+    stalls = f"{clients:,} client ids x {pairs} pairs: what stalls every connection (trio thread, CPU)"
     return [
         Row(after, "direct to the broker", _ms(report["after_load"]["direct"]["p99_ms"])),
         Row(after, "through record, writer off", _ms(off["p99_ms"]), note=f"{off['count']} round trips"),
@@ -136,12 +162,15 @@ def _size_rows(broker: str, clients: int, pairs: int) -> list[Row]:
             _ms(on["p99_ms"]),
             note=join(
                 f"{on['count']} round trips",
+                f"load {os.getloadavg()[0]:.1f}",
                 f"writer adds {added:+.2f} ms to the p99 (target <= {ADDED_P99_MS:g})"
                 + ("" if added <= ADDED_P99_MS else " MISSED"),
                 f"writer's longest step {longest:.2f} ms CPU (target < {WRITER_STEP_MS:g})"
                 + ("" if longest < WRITER_STEP_MS else " MISSED"),
             ),
         ),
+        _stall_row(stalls, "start-up in the collector's sight (before)", before),
+        _stall_row(stalls, "start-up frozen (kafkacompat record)", report),
         Row(under, "direct to the broker", _ms(report["under_load"]["direct"]["p99_ms"])),
         Row(
             under,

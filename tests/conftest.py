@@ -35,14 +35,29 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from kafkacompat.errors import BrokerStartError  # noqa: E402
+from kafkacompat.protocol import codec_path  # noqa: E402
 from kafkacompat.testing.kafka09 import Kafka09Broker  # noqa: E402
 from kafkacompat.testing.librdkafka_mock import LibrdkafkaMockBroker  # noqa: E402
 from kafkacompat.testing.noida import NoidaBroker  # noqa: E402
 from kafkacompat.testing.process import BrokerProcess  # noqa: E402
 from kafkacompat.testing.tansu import TansuBroker  # noqa: E402
 from tests.brokers.librdkafka_mock import LibrdkafkaMockCluster  # noqa: E402
+from tests.support.codec_paths import PATHS, compiler_present, on_path  # noqa: E402
 
 B = TypeVar("B", bound=BrokerProcess)
+
+
+@pytest.fixture(params=PATHS)
+def each_codec_path(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The test on the native reader, then on the generated Python readers (tests/support/codec_paths)."""
+    path = request.param
+    if path == "native" and codec_path.native_unavailable() is not None:
+        reason = codec_path.native_unavailable()
+        if compiler_present():  # it could have been built here: not using it is a failure
+            pytest.fail(f"the native reader is not in use although a C compiler is here: {reason}")
+        pytest.skip(f"no C compiler here, so no native reader: {reason}")
+    with on_path(path):
+        yield path
 
 
 def _running(broker: B) -> Iterator[B]:

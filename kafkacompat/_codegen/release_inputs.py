@@ -18,7 +18,7 @@ from kafkacompat._codegen.spec import SpecError
 __all__ = ["FEATURE_FILES", "RELEASE_FILES", "load_features", "load_releases"]
 
 RELEASE_FILES = ("releases.json", "releases-4.3-4.4.json")
-FEATURE_FILES = ("features.json", "features-4.4.json")
+FEATURE_FILES = ("features.json", "features-4.4.json", "features-measured.json")
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from kafkacompat._codegen.layout import (
     layout_of,
 )
 from kafkacompat._codegen.removals import Removal
+from kafkacompat._codegen.render_layouts import LayoutRenderer
 from kafkacompat._codegen.render_readers import ReaderRenderer
 from kafkacompat._codegen.spec import PRIMITIVES, FieldSpec, MessageSpec, StructSpec, response_pairs
 from kafkacompat.protocol.versions import VersionRange
@@ -448,6 +449,7 @@ class MessageRenderer:
         )
         out(f"{self.owner}._READERS = {{{readers}}}")
         out(f"{self.owner}._WRITERS = {{{writers}}}")
+        LayoutRenderer(self).render(out)
         out()
 
 
@@ -514,6 +516,8 @@ def render_module(
         r.render_functions(body)
     for r in renderers:
         r.render_tables(body)
+    # The native reader, where it is built and chosen, takes over from the Python readers.
+    body(f"codec_path.install({', '.join(r.owner for r in renderers)})")
     head = [
         BANNER,
         "from __future__ import annotations",
@@ -523,7 +527,7 @@ def render_module(
         "from typing import Any",
         "",
         "from kafkacompat.errors import DecodeError, EncodeError",
-        "from kafkacompat.protocol import _wire",
+        "from kafkacompat.protocol import _wire, codec_path",
         "from kafkacompat.protocol.message import "
         + ("FieldAlias, " if any("FieldAlias(" in line for line in body.lines) else "")
         + ("FieldInfo, KafkaMessage" if any("FieldInfo(" in line for line in body.lines) else "KafkaMessage")

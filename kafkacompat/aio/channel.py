@@ -120,7 +120,26 @@ class SocketChannel:
             raise self._failure
 
     async def read(self) -> bytes:
-        return await self._loop.sock_recv(self._sock, CHUNK)
+        """Cancel-safe: bytes leave the kernel only once this call is sure to return them.
+
+        ``loop.sock_recv`` is not: its callback takes the bytes from the socket and sets its
+        future, and a timeout that cancels the caller in the same turn of the loop (a
+        handshake's quiet period ending just as the reply arrives) drops them.  So wait for
+        the socket to be readable, with nothing taken, and read only once awake.
+        """
+        sock = self._sock
+        while True:
+            try:
+                return sock.recv(CHUNK)
+            except (BlockingIOError, InterruptedError):
+                pass
+            readable = self._loop.create_future()
+            fd = sock.fileno()
+            self._loop.add_reader(fd, _wake, readable)
+            try:
+                await readable
+            finally:
+                self._loop.remove_reader(fd)
 
     async def close(self) -> None:
         sender, self._sender = self._sender, None
@@ -130,6 +149,11 @@ class SocketChannel:
                 await asyncio.wait({sender})  # its registration with the loop goes first
         finally:
             self._sock.close()
+
+
+def _wake(readable: asyncio.Future[None]) -> None:
+    if not readable.done():
+        readable.set_result(None)
 
 
 class StreamChannel:

@@ -334,7 +334,7 @@ class BrokerConnection:
         try:
             while protocol.is_ready:
                 data = await channel.read()
-                if not data:
+                if not data or not protocol.is_ready:  # closed meanwhile (a failed write): nothing to read
                     break
                 self._dispatch(protocol.receive_data(data))
         except (OSError, ssl.SSLError) as exc:

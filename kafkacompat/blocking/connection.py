@@ -48,6 +48,7 @@ from kafkacompat.errors import (
 )
 from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
+from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake_types import HandshakeResult
 from kafkacompat.negotiation.pipeline_events import (
     ConnectionFailed,
@@ -82,6 +83,10 @@ class BlockingConnection:
             raise ConfigError(f"config must be a ConnectionConfig, not {type(config).__name__}")
         self.config = config
         self.node_id = node_id
+        # KIP-1242, as on the other drivers: the broker meant (None: sends none) and the
+        # per-address memory of advertised ApiVersions maxima, both read at each open.
+        self.identity: BrokerIdentity | None = None
+        self.api_versions_memory: ApiVersionsMemory | None = None
         self.capabilities: BrokerCapabilities | None = None
         self.handshake: HandshakeResult | None = None
         self._wire = BlockingSocket(self.host, self.port, config)
@@ -124,7 +129,13 @@ class BlockingConnection:
             if self.is_ready:
                 raise TransportError("this connection is already open", node=self.node)
             self._close_locked()
-            protocol = ClientConnection(self.config, node=self.node, node_id=self.node_id)
+            protocol = ClientConnection(
+                self.config,
+                node=self.node,
+                node_id=self.node_id,
+                identity=self.identity,
+                api_versions_memory=self.api_versions_memory,
+            )
             try:
                 ready = self._set_up(protocol, overall)
             except KafkaCompatError as exc:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from kafkacompat._version import __version__
 from kafkacompat.cli.usage import UsageParser, unrecognized
 from kafkacompat.errors import KafkaCompatError, UsageError
+from kafkacompat.protocol import codec_path
 
 # Subcommand modules, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
@@ -34,7 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kafkacompat",
         description="Kafka compatibility: what a broker speaks, what a client would pick, and why.",
     )
-    parser.add_argument("--version", action="version", version=f"kafkacompat {__version__}")
+    parser.add_argument(
+        "--version", action="version", version=f"kafkacompat {__version__} (codec: {codec_path.describe()})"
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks for expected failures")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:

@@ -31,6 +31,7 @@ from typing import Any
 from kafkacompat.cli.properties import JaasEntry, load_properties, parse_jaas_config
 from kafkacompat.cli.redaction import Redactor
 from kafkacompat.connection.config import (
+    DEFAULT_CONFIG,
     MECHANISMS,
     ConnectionConfig,
     RetryPolicy,
@@ -58,6 +59,7 @@ _READ_KEYS = frozenset(
     {
         "bootstrap.servers",
         "client.id",
+        "default.api.timeout.ms",
         "request.timeout.ms",
         "security.protocol",
         "ssl.truststore.location",
@@ -415,17 +417,14 @@ def resolve_connection(
         raise ConfigError("--timeout must be positive")
     if args.retries < 1:
         raise ConfigError("--retries must be at least 1")
-    request_timeout = timeout
-    if "request.timeout.ms" in props:
-        try:
-            request_timeout = int(props["request.timeout.ms"]) / 1000
-        except ValueError:
-            raise ConfigError("request.timeout.ms must be a whole number of milliseconds") from None
+    request_timeout = _milliseconds(props, "request.timeout.ms", timeout)
+    call_timeout = _milliseconds(props, "default.api.timeout.ms", DEFAULT_CONFIG.call_timeout)
     client_id = props.get("client.id") or "kafkacompat"
     handshake = HandshakeConfig(fallback_release=args.fallback_release)  # its client id: ConnectionConfig's
     config = ConnectionConfig(
         connect_timeout=timeout,
         request_timeout=request_timeout,
+        call_timeout=call_timeout,
         client_id=client_id,
         handshake=handshake,
         policy=build_policy(args),
@@ -435,6 +434,19 @@ def resolve_connection(
     )
     ignored = tuple(sorted(k for k in props if k not in _READ_KEYS))
     return ConnectionOptions(bootstrap, config, protocol, redactor, ignored, controllers, fail_fast)
+
+
+def _milliseconds(props: Mapping[str, str], key: str, default: float) -> float:
+    """A timeout of the command config in seconds (Kafka writes them in milliseconds)."""
+    if key not in props:
+        return default
+    try:
+        value = int(props[key]) / 1000
+    except ValueError:
+        raise ConfigError(f"{key} must be a whole number of milliseconds") from None
+    if value <= 0:
+        raise ConfigError(f"{key} must be positive")
+    return value
 
 
 def warn_ignored(options: ConnectionOptions) -> None:

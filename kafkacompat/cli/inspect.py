@@ -94,9 +94,12 @@ def failure_note(report: ProbeReport) -> str:
 
 
 def expect_cluster(options: ConnectionOptions, cluster_id: str) -> ConnectionOptions:
-    """The options with ``cluster_id`` expected by every handshake and bootstrap."""
+    """The options with ``cluster_id`` expected by every handshake and bootstrap, and every
+    broker checked: by itself at ApiVersions v5 (Kafka 4.4), else by the client from Metadata
+    read on its connection (one round trip more per such broker; KIP-1242)."""
     handshake = dataclasses.replace(options.config.handshake, expected_cluster_id=cluster_id)
-    return dataclasses.replace(options, config=dataclasses.replace(options.config, handshake=handshake))
+    config = dataclasses.replace(options.config, handshake=handshake, misrouting_check="every-connection")
+    return dataclasses.replace(options, config=config)
 
 
 def run(args: argparse.Namespace) -> int:

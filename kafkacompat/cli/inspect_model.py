@@ -52,6 +52,9 @@ class BrokerProbe:
     capabilities: BrokerCapabilities | None = None
     error: str | None = None
     error_type: str | None = None
+    #: The cluster id the client checked this broker against itself, from Metadata read on its
+    #: connection (KIP-1242 done client side: the broker could not confirm), else None.
+    client_checked_cluster: str | None = None
 
     @property
     def endpoint(self) -> str:
@@ -88,13 +91,17 @@ class ProbeReport:
         return tuple(b for b in self.brokers if not b.ok)
 
 
-def identity_status(capabilities: BrokerCapabilities) -> tuple[str, str]:
-    """(token, sentence): whether the broker confirmed which broker it is (KIP-1242, ApiVersions v5).
+def identity_status(
+    capabilities: BrokerCapabilities, *, client_checked_cluster: str | None = None
+) -> tuple[str, str]:
+    """(token, sentence): whether the broker is the one meant (KIP-1242), and who checked.
 
     ``confirmed``: v5 carried the identity and a broker accepted it (a broker checks it);
-    ``unchecked``: a controller accepted it (controllers do not check); ``unsupported``:
-    the broker speaks no ApiVersions v5 (before Kafka 4.4); ``not-sent``: the connection
-    knew no identity to send.
+    ``unchecked``: a controller accepted it (controllers do not check);
+    ``client-checked``: the broker cannot confirm, and the client compared Metadata read on
+    the connection with ``client_checked_cluster`` and the node meant; ``unsupported``: the
+    broker speaks no ApiVersions v5 (before Kafka 4.4) and nobody checked; ``not-sent``: the
+    connection knew no identity to send.
     """
     transcript = capabilities.transcript
     sent = transcript.identity_sent if transcript is not None else None
@@ -103,8 +110,13 @@ def identity_status(capabilities: BrokerCapabilities) -> tuple[str, str]:
             return "unchecked", f"sent {sent}; a controller accepts it without checking (KIP-1242)"
         return "confirmed", f"the broker confirmed it is {sent} (ApiVersions v5, KIP-1242)"
     own = capabilities.api_ranges.get(ApiKey.API_VERSIONS)
+    top = "no ApiVersions" if own is None else f"ApiVersions up to v{own.highest}"
+    if client_checked_cluster is not None:
+        return "client-checked", (
+            f"checked by the client: Metadata read on this connection names this node of cluster "
+            f"{client_checked_cluster} at this address (the broker speaks {top}: it cannot confirm itself)"
+        )
     if own is None or own.highest < 5:
-        top = "no ApiVersions" if own is None else f"ApiVersions up to v{own.highest}"
         return "unsupported", f"not confirmed: the broker speaks {top}; confirming needs v5 (Kafka 4.4)"
     return "not-sent", "not confirmed: the connection knew no node id and cluster id to send"
 

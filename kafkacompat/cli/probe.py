@@ -24,6 +24,7 @@ from kafkacompat.cli.inspect_model import BrokerProbe, ProbeReport
 from kafkacompat.cli.output import Progress
 from kafkacompat.cli.peer_check import DIAGNOSE_AFTER, diagnose, first_address, speaks_tls
 from kafkacompat.cluster.backend import NodeConnection
+from kafkacompat.cluster.misrouting import confirmed_by_broker
 from kafkacompat.errors import (
     BrokerTooOldError,
     ConfigError,
@@ -36,6 +37,7 @@ from kafkacompat.negotiation.fanout import fanout_error, fanout_split
 from kafkacompat.negotiation.peer_kind import TLS_LISTENER, PeerKind, PeerVerdict
 from kafkacompat.protocol.messages import ApiKey
 from kafkacompat.transport.cluster import BrokerAddress, Cluster, connect
+from kafkacompat.transport.connection import BrokerConnection
 
 __all__ = ["execute", "probe", "probe_cluster", "run_async", "with_cluster"]
 
@@ -154,7 +156,22 @@ async def _probe_one(cluster: Cluster, broker: BrokerAddress) -> BrokerProbe:
         return BrokerProbe(broker.node_id, broker.host, broker.port, broker.rack, error="not negotiated")
     if capabilities.node_id is None:
         capabilities = dataclasses.replace(capabilities, node_id=broker.node_id)
-    return BrokerProbe(broker.node_id, broker.host, broker.port, broker.rack, capabilities)
+    return BrokerProbe(
+        broker.node_id, broker.host, broker.port, broker.rack, capabilities,
+        client_checked_cluster=_client_checked_cluster(cluster, conn),
+    )
+
+
+def _client_checked_cluster(cluster: Cluster, conn: BrokerConnection) -> str | None:
+    """The cluster id the client itself checked ``conn`` against (KIP-1242 client side), or None.
+
+    Only an expected cluster id makes it worth saying: the bootstrap connection's
+    Metadata was compared with it, and with ``misrouting_check="every-connection"`` (what
+    ``--expect-cluster-id`` sets) every other connection the broker did not confirm.
+    """
+    if cluster.config.handshake.expected_cluster_id is None or confirmed_by_broker(conn):
+        return None
+    return cluster.checked_by_client(conn)
 
 
 def _may_confirm(cluster: Cluster, conn: NodeConnection, capabilities: BrokerCapabilities) -> bool:

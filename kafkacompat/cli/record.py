@@ -30,7 +30,7 @@ import trio
 
 from kafkacompat.errors import ConfigError, KafkaCompatError, UsageError
 from kafkacompat.testing.emulator.broker import check_bind_host
-from kafkacompat.transport.record_proxy import ProfileWriter, RecordProxy
+from kafkacompat.transport.record_proxy import ProfileWriter, RecordProxy, freeze_start_up
 
 __all__ = ["check_out", "merge", "parse_address", "register", "run"]
 
@@ -137,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
     proxy = RecordProxy(upstream_host, upstream_port, listen_host=listen_host, listen_port=listen_port)
     progress = sys.stderr if sys.stderr.isatty() else None
     writer = ProfileWriter(proxy.book, out, sys.stderr, progress)
+    freeze_start_up()  # this process is the recorder's: full collections walk only traffic
     try:
         trio.run(_record, proxy, writer, args.duration)
     except BaseExceptionGroup as group:  # the proxy's own error, from inside the nursery

@@ -115,8 +115,10 @@ def handshake_lines(transcript: HandshakeTranscript | None) -> list[str]:
     return lines
 
 
-def details_lines(capabilities: BrokerCapabilities) -> list[str]:
-    """Features, release guess and handshake of one broker."""
+def details_lines(
+    capabilities: BrokerCapabilities, *, client_checked_cluster: str | None = None
+) -> list[str]:
+    """Features, release guess, identity and handshake of one broker."""
     lines = ["Features:"]
     features = feature_lines(
         capabilities.supported_features,
@@ -136,7 +138,8 @@ def details_lines(capabilities: BrokerCapabilities) -> list[str]:
             f"{INDENT}the broker sent no ApiVersions answer: the {capabilities.fallback_release} "
             f"table {how}"
         )
-    lines.append(f"Identity: {identity_status(capabilities)[1]}")
+    identity = identity_status(capabilities, client_checked_cluster=client_checked_cluster)
+    lines.append(f"Identity: {identity[1]}")
     lines += handshake_lines(capabilities.transcript)
     if capabilities.throttle_time_ms:
         lines.append(f"{INDENT}the broker asked to be left alone for {capabilities.throttle_time_ms} ms")
@@ -228,7 +231,7 @@ def render_report(report: ProbeReport, *, details: bool = True) -> list[str]:
     for probe in report.brokers:
         lines += broker_block(probe, report.policy)
         if details and probe.capabilities is not None:
-            lines += details_lines(probe.capabilities)
+            lines += details_lines(probe.capabilities, client_checked_cluster=probe.client_checked_cluster)
         lines.append("")
     if len(report.brokers) > 1:
         lines += cluster_lines(report, cluster_summary(report))

@@ -67,12 +67,22 @@ def _api(entry: ApiEntry) -> dict[str, Any]:
     }
 
 
-def _capabilities(capabilities: BrokerCapabilities, policy: VersionPolicy | None) -> dict[str, Any]:
+def _identity(capabilities: BrokerCapabilities, client_checked_cluster: str | None) -> dict[str, Any]:
+    """KIP-1242: who checked that the broker is the one meant (the broker at v5, or the client)."""
+    transcript = capabilities.transcript
+    status, text = identity_status(capabilities, client_checked_cluster=client_checked_cluster)
+    checked_by = {"confirmed": "broker", "client-checked": "client"}.get(status)
+    sent = transcript.identity.to_dict() if transcript and transcript.identity_sent else None
+    return {"status": status, "text": text, "sent": sent, "checked_by": checked_by}
+
+
+def _capabilities(
+    capabilities: BrokerCapabilities, policy: VersionPolicy | None, client_checked_cluster: str | None
+) -> dict[str, Any]:
     transcript = capabilities.transcript
     return {
         "release_guess": release_guess_document(capabilities.release_guess),
-        "identity": dict(zip(("status", "text"), identity_status(capabilities), strict=True))
-        | {"sent": transcript.identity.to_dict() if transcript and transcript.identity_sent else None},
+        "identity": _identity(capabilities, client_checked_cluster),
         "handshake": transcript.to_dict() if transcript is not None else None,
         "apis": [_api(entry) for entry in api_entries(capabilities, policy)],
         "supported_features": _features(capabilities.supported_features),
@@ -94,7 +104,7 @@ def broker_document(probe: BrokerProbe, policy: VersionPolicy | None = None) -> 
         "error_type": probe.error_type,
     }
     if probe.capabilities is not None:
-        document.update(_capabilities(probe.capabilities, policy))
+        document.update(_capabilities(probe.capabilities, policy, probe.client_checked_cluster))
     return document
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from kafkacompat.cluster.backend import NodeConnection
+from kafkacompat.cluster.call_deadline import time_left
 from kafkacompat.cluster.discovery import BrokerAddress, ClusterMetadata, broker_from_reply
 from kafkacompat.errors import KafkaCompatError, NegotiationError, WrongEndpointError, attach_context
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
@@ -68,7 +69,8 @@ async def ask_controllers(conn: NodeConnection) -> ClusterMetadata:
         return _alone(conn)
     version = _pick(conn)
     request = DescribeClusterRequest(endpoint_type=CONTROLLERS_ENDPOINT)
-    response = await conn.request(request, version=version)
+    timeout = time_left(conn.config.request_timeout, f"asking {conn.node} for DescribeCluster")
+    response = await conn.request(request, version=version, request_timeout=timeout)
     if response.error_code:
         entry = error_for(response.error_code)
         detail = f": {response.error_message}" if response.error_message else ""

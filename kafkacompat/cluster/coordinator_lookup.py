@@ -17,6 +17,10 @@ the brokers as they are then: a broken connection is negotiated again first,
 and a broker that lost v4 in between gets single-key requests (KAFKA-13029).
 Every key is retried at most ``max_attempts`` times, so the loop is bounded;
 the rounds are tenacity's (``retries``), sleeping on the cluster's event loop.
+The lookup runs by its call's deadline (``call_deadline``): each request is
+sent with the time left as its timeout, and no round starts after a backoff
+that would reach the deadline; the keys still waiting for one then fail,
+saying so.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kafkacompat.cluster.backend import ClusterBackend, Job
+from kafkacompat.cluster.call_deadline import current_deadline, time_left
 from kafkacompat.cluster.retries import retry_on_result
 from kafkacompat.errors import ConfigError, KafkaCompatError, TransportError
 from kafkacompat.negotiation.coordinators import (
@@ -130,11 +135,11 @@ async def find_coordinators(
     *,
     max_batch: int = DEFAULT_MAX_BATCH,
     max_attempts: int | None = None,
-    request_timeout: float | None = None,
 ) -> CoordinatorLookup:
     """Look up the coordinator of every key; see the module documentation.
 
     ``backend`` is the cluster's event loop: rounds back off and are timed on it.
+    Called by ``ClusterCore.find_coordinators``, inside the call's deadline.
     """
     started = backend.clock()
     kind = coordinator_key_type(key_type)
@@ -149,19 +154,23 @@ async def find_coordinators(
     versions: set[int] = set()
     reasons: list[str] = []
     if plan.requests:
-        rounds_left = retry_on_result(cluster.config.retry, backend.sleep, bool, attempts=attempts)
+        rounds_left = retry_on_result(
+            cluster.config.retry, backend.sleep, bool, attempts=attempts,
+            deadline=current_deadline(), clock=backend.clock,
+        )
         async for attempt in rounds_left:
             with attempt:
                 if rounds:  # after the backoff: planned against the brokers as they are now
                     capabilities = await cluster.capabilities(require_all=False)
                     plan = replan(results, list(capabilities.values()), max_batch=max_batch, policy=policy)
                     if not plan.requests:
+                        results.give_up("no broker could be asked again")
                         break
                 rounds += 1
                 reasons.append(plan.reason)
                 workers = min(cluster.config.max_in_flight, len(plan.requests))
                 results.expect(plan)
-                await _send_round(cluster, backend, plan, results, workers, request_timeout)
+                await _send_round(cluster, backend, plan, results, workers)
                 requests += len(plan.requests)
                 batched += sum(1 for planned in plan.requests if planned.batched)
                 round_trips += math.ceil(len(plan.requests) / workers)
@@ -169,6 +178,7 @@ async def find_coordinators(
             outcome = attempt.retry_state.outcome
             if outcome is not None and not outcome.failed:  # another round while keys wait for one
                 attempt.retry_state.set_result(bool(results.retry))
+        results.give_up("the call's deadline left no time for another round")  # none left otherwise
     return CoordinatorLookup(
         kind, MappingProxyType(dict(sorted(results.found.items()))),
         MappingProxyType(dict(sorted(results.failed.items()))),
@@ -183,28 +193,25 @@ async def _send_round(
     plan: CoordinatorPlan,
     results: CoordinatorResults,
     workers: int,
-    request_timeout: float | None,
 ) -> None:
     queue = iter(plan.requests)  # shared by the workers: each request goes to exactly one
 
     async def worker() -> None:
         for planned in queue:
-            await _send_one(cluster, planned, results, request_timeout)
+            await _send_one(cluster, planned, results)
 
     jobs: list[Job] = [worker] * workers
     await backend.run_all(jobs)
 
 
-async def _send_one(
-    cluster: Cluster, planned: PlannedLookup, results: CoordinatorResults, request_timeout: float | None
-) -> None:
+async def _send_one(cluster: Cluster, planned: PlannedLookup, results: CoordinatorResults) -> None:
     try:
         if planned.destination_node_id is None:
             raise TransportError(f"{planned.destination} has no node id", node=planned.destination)
         conn = await cluster.connection(planned.destination_node_id)
-        response = await conn.request(
-            planned.request, version=planned.version, request_timeout=request_timeout
-        )
+        what = f"sending FindCoordinator to {planned.destination}"
+        timeout = time_left(cluster.config.request_timeout, what)
+        response = await conn.request(planned.request, version=planned.version, request_timeout=timeout)
     except KafkaCompatError as exc:
         results.read_failure(planned, f"{type(exc).__name__}: {exc}")
         return

@@ -13,18 +13,20 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Generic
 
 from kafkacompat.cluster.backend import ClusterBackend, ConnT, Job, NodeConnection
+from kafkacompat.cluster.bootstrap import bootstrap_rounds
+from kafkacompat.cluster.call_deadline import call_budget, call_deadline, time_left
 from kafkacompat.cluster.controller_discovery import ask_controllers
 from kafkacompat.cluster.coordinator_lookup import CoordinatorLookup, KeyTypeLike, find_coordinators
 from kafkacompat.cluster.discovery import (
     RETRIABLE,
     BrokerAddress,
     ClusterMetadata,
-    address_label,
     ask_metadata,
     describe_failure,
     raise_failures,
@@ -35,13 +37,14 @@ from kafkacompat.cluster.features_admin import (
     describe_features,
     update_features,
 )
+from kafkacompat.cluster.misrouting import ClientChecks, check_answer_source, needs_own_check
 from kafkacompat.cluster.retries import retrying
 from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import (
     BrokersUnavailableError,
+    ClusterMismatchError,
     KafkaCompatError,
     KafkaTimeoutError,
-    NoBrokerReachableError,
     RebootstrapRequiredError,
     TransportError,
     UnknownBrokerError,
@@ -52,7 +55,7 @@ from kafkacompat.negotiation.capability_changes import CapabilityChange
 from kafkacompat.negotiation.cluster_view import ClusterView, build_cluster_view
 from kafkacompat.negotiation.coordinators import DEFAULT_MAX_BATCH
 from kafkacompat.negotiation.fanout import fanout_error, fanout_split
-from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, check_cluster_id, identity_for
+from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, identity_for
 from kafkacompat.negotiation.node_role import looks_like_controller
 from kafkacompat.protocol.message import KafkaRequest, ResponseT
 
@@ -89,6 +92,7 @@ class ClusterCore(Generic[ConnT]):
         self._retired_changes: list[CapabilityChange] = []
         # KIP-1242: each address's advertised ApiVersions max, for the next connection to it
         self._api_versions_memory = ApiVersionsMemory()
+        self._client_checks = ClientChecks()  # KIP-1242 done client side: which connections, which cluster
         self._closed = False
 
     def __repr__(self) -> str:
@@ -124,18 +128,24 @@ class ClusterCore(Generic[ConnT]):
         current = [change for conn in self._connections.values() for change in conn.changes]
         return (*self._retired_changes, *current)
 
+    def checked_by_client(self, conn: ConnT) -> str | None:
+        """The cluster id this layer itself found ``conn``'s broker to belong to, from Metadata read
+        on it (the misrouting check, ``cluster.misrouting``), or None when it compared none."""
+        return self._client_checks.cluster_of(conn)
+
     def connected(self) -> Mapping[int, ConnT]:
         """The connections that are open and negotiated now, by node id."""
         return {node_id: c for node_id, c in sorted(self._connections.items()) if c.is_ready}
 
     # -- connections --------------------------------------------------------------------
 
-    async def connection(self, node_id: int, *, deadline: float | None = None) -> ConnT:
+    async def connection(self, node_id: int, *, request_timeout: float | None = None) -> ConnT:
         """The negotiated connection to ``node_id``: opened, or negotiated again, when needed.
 
         Callers that find another one opening the node wait for it and share its
         outcome (its failure too) rather than each running a retry loop of their own.
-        ``deadline`` (on the loop's clock) stops the retries from sleeping past it.
+        ``request_timeout`` (default: ``config.call_timeout``) bounds the wait for
+        the node, the connecting and the retries (see ``call_deadline``).
         """
         self._check_open()
         broker = self.brokers.get(node_id)
@@ -147,8 +157,15 @@ class ClusterCore(Generic[ConnT]):
         conn = self._connections.get(node_id)
         if conn is not None and conn.is_ready:
             return conn
+        what = f"connecting to node {node_id} at {broker.address}"
+        async with self._call(request_timeout, what) as deadline:
+            return await self._open_or_share(node_id, broker, deadline, what)
+
+    async def _open_or_share(self, node_id: int, broker: BrokerAddress, deadline: float, what: str) -> ConnT:
+        # The wait for the lock and the opening are cut at the deadline itself, as this
+        # step's failure: a fan-out still reports the nodes that answered.
         ended_before, _ = self._attempts.get(node_id, (0, None))
-        async with self._lock(node_id):
+        async with self._backend.deadline(deadline, what), self._lock(node_id):
             conn = self._connections.get(node_id)
             if conn is not None and conn.is_ready:
                 return conn
@@ -160,25 +177,33 @@ class ClusterCore(Generic[ConnT]):
             try:
                 try:
                     conn = await self._open_node(broker, conn, deadline)
-                except RebootstrapRequiredError as exc:
+                except (RebootstrapRequiredError, ClusterMismatchError) as exc:  # KIP-1242: someone else
                     conn = await self._rebootstrapped(broker, exc, deadline)
             except KafkaCompatError as exc:
+                # An attempt cut by its caller's deadline is no failure of the node's (it is a
+                # cancellation here, not recorded): a waiter with time left tries on its own.
                 self._attempts[node_id] = (ended + 1, exc)
                 raise
             self._attempts[node_id] = (ended + 1, None)
             self._connections[node_id] = conn
             return conn
 
-    async def any_connection(self, *, deadline: float | None = None) -> ConnT:
+    async def any_connection(self, *, request_timeout: float | None = None) -> ConnT:
         """A connection that is ready now, else the first broker (by node id) that opens."""
         ready = self.connected()
         if ready:
             return next(iter(ready.values()))
+        async with self._call(request_timeout, "connecting to any broker"):
+            return await self._any_connection()
+
+    async def _any_connection(self) -> ConnT:
         failures: dict[int, KafkaCompatError] = {}
         tried, _ = fanout_split(list(self.brokers), set(), self.config.max_fanout)  # a broker named them
         for node_id in tried:
+            if failures:
+                self._check_time_left("connecting to any broker", failures)
             try:
-                return await self.connection(node_id, deadline=deadline)
+                return await self.connection(node_id)
             except RETRIABLE as exc:
                 failures[node_id] = exc
         error = BrokersUnavailableError(failures, self._labels())
@@ -187,15 +212,23 @@ class ClusterCore(Generic[ConnT]):
             error.add_note(fanout_error(named - len(tried), named, len(tried)).message)
         raise error
 
-    async def open_all(self) -> tuple[dict[int, ConnT], dict[int, KafkaCompatError]]:
+    async def open_all(
+        self, *, request_timeout: float | None = None
+    ) -> tuple[dict[int, ConnT], dict[int, KafkaCompatError]]:
         """Connect to every broker concurrently: (connections, failures), both by node id.
 
         The brokers come from a broker's answer, so the fan-out is bounded:
         at most ``config.max_fanout`` of them (those connected already first,
         then by node id), ``config.fanout_concurrency`` being opened at once.
         The others fail with one shared ``FanOutLimitError``, so they are
-        reported, not dropped.
+        reported, not dropped.  A broker still opening when the deadline
+        (``request_timeout``, else ``config.call_timeout``) passes fails with
+        ``KafkaTimeoutError``.
         """
+        async with self._call(request_timeout, "connecting to every broker"):
+            return await self._open_all()
+
+    async def _open_all(self) -> tuple[dict[int, ConnT], dict[int, KafkaCompatError]]:
         opened: dict[int, ConnT] = {}
         failed: dict[int, KafkaCompatError] = {}
         chosen, skipped = fanout_split(list(self.brokers), set(self.connected()), self.config.max_fanout)
@@ -226,61 +259,85 @@ class ClusterCore(Generic[ConnT]):
         """Send ``message`` to ``node_id`` (None: any broker) at its negotiated (or the given) version.
 
         ``request_timeout`` bounds the whole call: waiting for the node's
-        connection, connecting, negotiating and retrying included.
+        connection, connecting, negotiating and retrying included.  Without
+        it the call ends by ``config.call_timeout``, and the request itself by
+        ``config.request_timeout``.
         """
-        if request_timeout is None:
-            conn = await (self.any_connection() if node_id is None else self.connection(node_id))
-            return await conn.request(message, version=version)
-        deadline = self._backend.clock() + request_timeout
         where = "a broker" if node_id is None else f"node {node_id}"
-        async with self._backend.deadline(deadline, f"sending {message.NAME} to {where}"):
+        per_request = self.config.request_timeout if request_timeout is None else request_timeout
+        conn = self._ready_connection(node_id)
+        if conn is not None:  # the common case: no scope to enter, the request's own deadline
+            budget = call_budget(self.config, request_timeout)
+            left = time_left(min(per_request, budget), f"sending {message.NAME} to {where}")
+            return await conn.request(message, version=version, request_timeout=left)
+        async with self._call(request_timeout, f"sending {message.NAME} to {where}"):
             if node_id is None:
-                conn = await self.any_connection(deadline=deadline)
+                conn = await self._any_connection()
             else:
-                conn = await self.connection(node_id, deadline=deadline)
-            left = deadline - self._backend.clock()
-            if left <= 0:
-                raise KafkaTimeoutError(f"timed out connecting to {where} to send {message.NAME}")
+                conn = await self.connection(node_id)
+            left = time_left(per_request, f"sending {message.NAME} to {where}")
             return await conn.request(message, version=version, request_timeout=left)
 
-    async def pick_version(self, node_id: int, api_key: int) -> int:
+    def _ready_connection(self, node_id: int | None) -> ConnT | None:
+        if node_id is None:
+            return next(iter(self.connected().values()), None)
+        conn = self._connections.get(node_id)
+        return conn if conn is not None and conn.is_ready and not self._closed else None
+
+    async def pick_version(self, node_id: int, api_key: int, *, request_timeout: float | None = None) -> int:
         """The version ``api_key`` would be sent at to ``node_id`` (connecting if needed)."""
-        conn = await self.connection(node_id)
+        conn = await self.connection(node_id, request_timeout=request_timeout)
         return conn.pick_version(api_key)
 
-    async def refresh_metadata(self) -> ClusterMetadata:
+    async def refresh_metadata(self, *, request_timeout: float | None = None) -> ClusterMetadata:
         """Ask a known broker for Metadata again (the bootstrap list when none answers)."""
         self._check_open()
+        async with self._call(request_timeout, "refreshing the metadata"):
+            return await self._refresh_metadata()
+
+    async def _refresh_metadata(self) -> ClusterMetadata:
         connected = self.connected()
         order = [*connected, *(n for n in self.brokers if n not in connected)][: self.config.max_fanout]
+        failures: dict[int, KafkaCompatError] = {}
         for node_id in order:
+            if failures:
+                self._check_time_left("refreshing the metadata", failures)
             try:
                 conn = await self.connection(node_id)
                 metadata = await self._discover(conn)
-            except RETRIABLE as exc:
+            except (*RETRIABLE, RebootstrapRequiredError, ClusterMismatchError) as exc:
                 log.info("metadata refresh from node %s failed: %s", node_id, exc)
+                failures[node_id] = exc
                 continue
+            try:
+                self._client_checks.record(conn, check_answer_source(conn, metadata, self._cluster_known()))
+            except ClusterMismatchError as exc:
+                return await self._rebootstrapped_by_answer(node_id, conn, exc)
             await self._apply(metadata)
             return metadata
-        await self._bootstrap()
+        await self._bootstrap_rounds()
         return self.metadata
 
     # -- cluster questions --------------------------------------------------------------
 
-    async def capabilities(self, *, require_all: bool = True) -> dict[int, BrokerCapabilities]:
+    async def capabilities(
+        self, *, require_all: bool = True, request_timeout: float | None = None
+    ) -> dict[int, BrokerCapabilities]:
         """Each broker's negotiated capabilities, connecting to all of them concurrently.
 
-        With ``require_all=False`` the unreachable brokers are left out (at
-        least one must answer); otherwise their failure is raised.
+        With ``require_all=False`` the unreachable brokers (those still opening
+        at the deadline too) are left out (at least one must answer); otherwise
+        their failure is raised.
         """
-        opened, failed = await self.open_all()
+        async with self._call(request_timeout, "reading every broker's capabilities"):
+            opened, failed = await self._open_all()
         if failed and (require_all or not opened):
             raise_failures(failed, self._labels())
         return {node_id: _capabilities_of(conn) for node_id, conn in opened.items()}
 
-    async def view(self) -> ClusterView:
+    async def view(self, *, request_timeout: float | None = None) -> ClusterView:
         """What every broker accepts (common versions) and where they differ (skew)."""
-        capabilities = await self.capabilities()
+        capabilities = await self.capabilities(request_timeout=request_timeout)
         return build_cluster_view(capabilities.values(), self.config.policy)
 
     async def find_coordinators(
@@ -292,24 +349,32 @@ class ClusterCore(Generic[ConnT]):
         max_attempts: int | None = None,
         request_timeout: float | None = None,
     ) -> CoordinatorLookup:
-        """The coordinator of every key: batched where the broker allows it (KIP-699)."""
-        return await find_coordinators(
-            self, self._backend, keys, key_type, max_batch=max_batch, max_attempts=max_attempts,
-            request_timeout=request_timeout,
-        )
+        """The coordinator of every key: batched where the broker allows it (KIP-699).
 
-    async def describe_features(self) -> ClusterFeatures:
+        ``request_timeout`` bounds the whole lookup (default: ``config.call_timeout``);
+        keys still unresolved when no round fits before it fail, with the reason.
+        """
+        async with self._call(request_timeout, "looking up coordinators"):
+            return await find_coordinators(
+                self, self._backend, keys, key_type, max_batch=max_batch, max_attempts=max_attempts
+            )
+
+    async def describe_features(self, *, request_timeout: float | None = None) -> ClusterFeatures:
         """Supported and finalized features of every broker, merged by epoch."""
-        return await describe_features(self, self._backend)
+        async with self._call(request_timeout, "describing the features"):
+            return await describe_features(self, self._backend)
 
     async def update_features(
         self, updates: Mapping[str, int], *, dry_run: bool = False, unsafe: bool = False,
         request_timeout: float | None = None,
     ) -> FeatureUpdateReport:
-        """Finalize feature levels, after checking every broker supports them."""
-        return await update_features(
-            self, self._backend, updates, dry_run=dry_run, unsafe=unsafe, request_timeout=request_timeout
-        )
+        """Finalize feature levels, after checking every broker supports them.
+
+        ``request_timeout`` bounds the whole call, the check included (default:
+        ``config.call_timeout``).
+        """
+        async with self._call(request_timeout, "updating the features"):
+            return await update_features(self, self._backend, updates, dry_run=dry_run, unsafe=unsafe)
 
     async def aclose(self) -> None:
         """Close every connection; the cluster cannot be used afterwards."""
@@ -321,9 +386,26 @@ class ClusterCore(Generic[ConnT]):
 
     # -- internals ----------------------------------------------------------------------
 
+    def _cluster_known(self) -> str | None:
+        """The cluster id discovered (None before discovery, or from Metadata before v2)."""
+        return self._metadata.cluster_id if self._metadata is not None else None
+
     def _check_open(self) -> None:
         if self._closed:
             raise TransportError("the cluster connection is closed")
+
+    def _call(self, request_timeout: float | None, what: str) -> AbstractAsyncContextManager[float]:
+        """The deadline of a public call (see ``call_deadline``)."""
+        return call_deadline(self._backend, self.config, request_timeout, what)
+
+    def _check_time_left(self, what: str, failures: Mapping[int, KafkaCompatError]) -> None:
+        """Before trying the next node: raise, with what failed so far, when no time is left."""
+        try:
+            time_left(math.inf, f"{what} (next node)")
+        except KafkaTimeoutError as exc:
+            for node_id, failure in failures.items():
+                exc.add_note(f"node {node_id}: {describe_failure(failure, '')}")
+            raise
 
     def _labels(self) -> dict[int, str]:
         return {node_id: b.address for node_id, b in self.brokers.items()}
@@ -345,29 +427,60 @@ class ClusterCore(Generic[ConnT]):
                 if previous is not None and previous.capabilities is not None:
                     self._meant(previous, broker.node_id)
                     await self._backend.open(previous)  # negotiated again, keeping its history of changes
-                    return previous
+                    return await self._checked(previous)
                 conn = self._backend.connection(broker.host, broker.port, self.config, broker.node_id)
                 self._meant(conn, broker.node_id)
                 await self._backend.open(conn)
-                return conn
+                return await self._checked(conn)
         raise AssertionError("tenacity neither returned nor raised")  # pragma: no cover
 
     async def _rebootstrapped(
-        self, stale: BrokerAddress, error: RebootstrapRequiredError, deadline: float | None = None
+        self,
+        stale: BrokerAddress,
+        error: RebootstrapRequiredError | ClusterMismatchError,
+        deadline: float | None = None,
     ) -> ConnT:
-        """REBOOTSTRAP_REQUIRED (KIP-1242): the address is someone else's now.  Resolve the
-        bootstrap addresses and read Metadata again, then open the node where Metadata now
-        puts it, once; still at the same address (or gone), the error stands."""
+        """The address is someone else's now (KIP-1242: the broker said so, or the client's own
+        check found it).  Resolve the bootstrap addresses and read Metadata again, then open
+        the node where Metadata now puts it, once; still at the same address in the same
+        cluster (or gone), the error stands."""
         log.info("node %s at %s is someone else now: bootstrapping again", stale.node_id, stale.address)
         self._connections.pop(stale.node_id, None)
-        await self._bootstrap()
+        cluster_before = self._cluster_known()
+        await self._bootstrap_rounds()
         adopted = self._connections.pop(stale.node_id, None)
         if adopted is not None and adopted.is_ready and adopted.handshake is not None:
             return adopted  # the bootstrap connection answered from the node's new address
         broker = self.brokers.get(stale.node_id)
-        if broker is None or broker.address == stale.address:
+        if broker is None or (broker.address == stale.address and self._cluster_known() == cluster_before):
+            where = "names it no more" if broker is None else f"still puts it at {stale.address}"
+            error.add_note(f"bootstrapped again for node {stale.node_id}: Metadata {where}")
             raise error
         return await self._open_node(broker, None, deadline)
+
+    async def _rebootstrapped_by_answer(
+        self, node_id: int, conn: ConnT, error: ClusterMismatchError
+    ) -> ClusterMetadata:
+        """A Metadata answer showed ``conn`` misrouted: drop it, bootstrap again, return the new answer."""
+        log.info("node %s at %s is someone else now (%s): bootstrapping again", node_id, conn.node, error)
+        if self._connections.get(node_id) is conn:
+            del self._connections[node_id]
+            self._retired_changes.extend(conn.changes)
+        await conn.aclose()
+        await self._bootstrap_rounds()  # by the running call's deadline
+        return self.metadata
+
+    async def _checked(self, conn: ConnT) -> ConnT:
+        """``conn``, newly opened; with ``misrouting_check="every-connection"``, checked by a Metadata
+        read of its own when its broker did not confirm its identity (``cluster.misrouting``)."""
+        if needs_own_check(conn):
+            try:
+                answer = await self._discover(conn)
+                self._client_checks.record(conn, check_answer_source(conn, answer, self._cluster_known()))
+            except ClusterMismatchError:
+                await conn.aclose()
+                raise
+        return conn
 
     def _meant(self, conn: ConnT, node_id: int | None) -> None:
         """Tell ``conn`` which broker it means to reach (KIP-1242) and share the memory."""
@@ -378,42 +491,34 @@ class ClusterCore(Generic[ConnT]):
         conn.api_versions_memory = self._api_versions_memory
 
     async def _bootstrap(self) -> None:
-        reasons: dict[str, KafkaCompatError] = {}
-        rounds = 0
-        async for attempt in retrying(self.config.retry, self._backend.sleep, retry_on=RETRIABLE):
-            with attempt:
-                rounds += 1
-                await self._bootstrap_round(reasons, rounds)
-                return
+        """Discover the cluster from the bootstrap list (``connect`` runs it), by
+        ``config.call_timeout``."""
+        async with self._call(None, "bootstrapping"):
+            await self._bootstrap_rounds()
 
-    async def _bootstrap_round(self, reasons: dict[str, KafkaCompatError], rounds: int) -> None:
-        fatal: list[KafkaCompatError] = []
-        for host, port in self.bootstrap:
-            label = address_label(host, port)
-            conn = self._backend.connection(host, port, self.config, None)
-            self._meant(conn, None)  # a bootstrap connection: no identity, the memory only
-            try:
-                await self._backend.open(conn)
-                metadata = await self._discover(conn)
-                # the client-side misrouting check: the cluster Metadata names is the one expected
-                check_cluster_id(self.config.handshake.expected_cluster_id, metadata.cluster_id, node=label)
-            except KafkaCompatError as exc:
-                await conn.aclose()
-                reasons[label] = exc
-                if not isinstance(exc, RETRIABLE):
-                    attach_context(exc, transcript=conn.handshake.transcript if conn.handshake else None)
-                    fatal.append(exc)
-                log.info("bootstrap address %s failed: %s", label, exc)
-                continue
-            await self._adopt(metadata, conn)
-            return
-        if fatal:  # an address answered but cannot be used: retrying will not change that
-            error = fatal[0]
-            for label, other in reasons.items():
-                if other is not error:
-                    error.add_note(f"bootstrap address {label}: {describe_failure(other, label)}")
-            raise error
-        raise NoBrokerReachableError(reasons, rounds=rounds)
+    async def _bootstrap_rounds(self) -> None:
+        """Rounds over the bootstrap addresses, by the running call's deadline (``bootstrap``)."""
+        await bootstrap_rounds(self.bootstrap, self.config.retry, self._backend, self._try_bootstrap_address)
+
+    async def _try_bootstrap_address(self, host: str, port: int) -> None:
+        """One bootstrap address: opened, asked who the cluster is, checked and adopted; or
+        closed, and its error raised (with its transcript when it is no transport failure)."""
+        conn = self._backend.connection(host, port, self.config, None)
+        self._meant(conn, None)  # a bootstrap connection: no identity, the memory only
+        try:
+            await self._backend.open(conn)
+            metadata = await self._discover(conn)
+            # the client-side misrouting check: the cluster Metadata names is the one expected
+            self._client_checks.record(conn, check_answer_source(conn, metadata, None))
+        except KafkaCompatError as exc:
+            await conn.aclose()
+            if not isinstance(exc, RETRIABLE):
+                attach_context(exc, transcript=conn.handshake.transcript if conn.handshake else None)
+            raise
+        except BaseException:  # cut by the call's deadline (a cancellation): nothing left open
+            await conn.aclose()
+            raise
+        await self._adopt(metadata, conn)
 
     async def _discover(self, conn: ConnT) -> ClusterMetadata:
         """Metadata from a broker; from a KRaft controller, DescribeCluster (or the node alone)."""

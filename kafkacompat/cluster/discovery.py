@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from kafkacompat.cluster.backend import NodeConnection
+from kafkacompat.cluster.call_deadline import time_left
 from kafkacompat.errors import (
     BrokersUnavailableError,
     ConfigError,
@@ -129,7 +130,8 @@ async def ask_metadata(conn: NodeConnection) -> ClusterMetadata:
     except KafkaCompatError as exc:
         attach_context(exc, transcript=conn.handshake.transcript if conn.handshake else None)
         raise
-    response = await conn.request(MetadataRequest(topics=[]), version=version)
+    timeout = time_left(conn.config.request_timeout, f"asking {conn.node} for Metadata")
+    response = await conn.request(MetadataRequest(topics=[]), version=version, request_timeout=timeout)
     brokers: dict[int, BrokerAddress] = {}
     named: dict[tuple[str, int], int] = {}  # address -> the first node named there
     for b in sorted(response.brokers, key=lambda b: b.node_id):

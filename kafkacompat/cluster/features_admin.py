@@ -22,7 +22,9 @@ then goes to the controller when Metadata names one that can be reached, else
 to any broker (KRaft brokers forward it), at the version that connection
 negotiated; a dry run sends it with ``validate_only``.  A NOT_CONTROLLER answer
 refreshes the metadata and tries again, a bounded number of times, with the
-one retry mechanism (``retries``) on the cluster's event loop.
+one retry mechanism (``retries``) on the cluster's event loop.  Both run by
+their call's deadline (``call_deadline``): every request is sent with the time
+left as its timeout, and no retry follows a backoff that would reach it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from kafkacompat.cluster.backend import ClusterBackend, Job, NodeConnection
+from kafkacompat.cluster.call_deadline import current_deadline, time_left
 from kafkacompat.cluster.discovery import raise_failures
 from kafkacompat.cluster.retries import retry_on_result
 from kafkacompat.errors import FeatureUpdateBlockedError, KafkaCompatError
@@ -166,7 +169,7 @@ class FeatureUpdateReport:
 
 async def describe_features(cluster: Cluster, backend: ClusterBackend[Any]) -> ClusterFeatures:
     """Ask every reachable broker, side by side on ``backend``; merge the finalized answers by epoch."""
-    opened, failed = await cluster.open_all()
+    opened, failed = await cluster.open_all()  # by the enclosing call's deadline
     if not opened:
         raise_failures(failed, _labels(cluster))
     nodes: dict[int, NodeFeatures] = {}
@@ -191,7 +194,10 @@ async def _ask_features(node_id: int, conn: NodeConnection) -> NodeFeatures:
     assert handshake is not None and capabilities is not None
     version = handshake.api_versions_version
     if version is not None:
-        response = await conn.request(conn.config.handshake.request(version), version=version)
+        timeout = time_left(conn.config.request_timeout, f"asking {conn.node} for its features")
+        response = await conn.request(
+            conn.config.handshake.request(version), version=version, request_timeout=timeout
+        )
         if response.error_code == 0:
             return NodeFeatures(
                 node_id,
@@ -217,9 +223,11 @@ async def update_features(
     *,
     dry_run: bool = False,
     unsafe: bool = False,
-    request_timeout: float | None = None,
 ) -> FeatureUpdateReport:
-    """Check ``updates`` against every broker, then send them; see the module documentation."""
+    """Check ``updates`` against every broker, then send them; see the module documentation.
+
+    Called by ``ClusterCore.update_features``, inside the call's deadline.
+    """
     features = await describe_features(cluster, backend)
     if features.unreachable:  # cannot vouch for brokers that did not answer
         raise_failures(features.unreachable, _labels(cluster))
@@ -229,7 +237,10 @@ async def update_features(
     planned = plan_feature_updates(updates, features.levels, unsafe=unsafe)
     sent: tuple[int, NodeConnection, int, UpdateFeaturesResponse] | None = None
     attempts = 0
-    tries = retry_on_result(cluster.config.retry, backend.sleep, _refused_as_not_controller)
+    tries = retry_on_result(
+        cluster.config.retry, backend.sleep, _refused_as_not_controller,
+        deadline=current_deadline(), clock=backend.clock,
+    )
     async for attempt in tries:
         with attempt:
             attempts += 1
@@ -238,7 +249,8 @@ async def update_features(
             node_id, conn = await _destination(cluster)
             version = conn.pick_version(UPDATE_FEATURES)
             request = build_update_features(planned, version, validate_only=dry_run)
-            response = await conn.request(request, version=version, request_timeout=request_timeout)
+            timeout = time_left(cluster.config.request_timeout, f"sending UpdateFeatures to {conn.node}")
+            response = await conn.request(request, version=version, request_timeout=timeout)
             sent = (node_id, conn, version, response)
         outcome = attempt.retry_state.outcome
         if outcome is not None and not outcome.failed:

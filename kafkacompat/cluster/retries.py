@@ -7,10 +7,19 @@ an exponential backoff from ``initial_backoff`` capped at ``max_backoff``,
 plus up to ``jitter`` at random.  The sleep is passed in (``trio.sleep`` or
 ``asyncio.sleep``), so the backoff runs on the loop's clock and tests can use
 trio's autojump clock.
+
+A loop given the caller's deadline (on the loop's clock) spends the caller's
+budget, not a budget of its own, and never starts an attempt it cannot
+finish: it stops, raising the last failure as itself, when the next attempt
+would begin (after its backoff) too late to take as long as the quickest
+attempt so far took.  A backoff that would end at or past the deadline is
+never slept.  An attempt that still runs into the deadline is cut there by the
+call's own scope (``cluster.call_deadline``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 
 import tenacity
@@ -39,15 +48,11 @@ def retrying(
 ) -> tenacity.AsyncRetrying:
     """Retry on the exceptions ``retry_on``; the last one is raised as itself.
 
-    With a ``deadline`` (on ``clock``), a backoff that would end at or past it
-    is not slept: the last error is raised at once, as no attempt could follow.
+    With a ``deadline`` (on ``clock``), no attempt starts that could not finish
+    by it (see the module documentation): the last error is raised at once.
     """
-    stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(policy.attempts)
-    if deadline is not None:
-        assert clock is not None, "a deadline is read on the loop's clock"
-        stop = stop | _BackoffReaches(deadline, clock)
     return tenacity.AsyncRetrying(
-        stop=stop,
+        stop=_stop(policy.attempts, deadline, clock),
         wait=backoff(policy),
         retry=tenacity.retry_if_exception_type(retry_on),
         sleep=sleep,
@@ -61,15 +66,18 @@ def retry_on_result(
     again: Callable[[object], bool],
     *,
     attempts: int | None = None,
+    deadline: float | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> tenacity.AsyncRetrying:
     """Retry while ``again(result)`` holds, at most ``attempts`` times; then stop quietly.
 
     Exceptions are not retried: they end the loop as themselves.  The caller
     records each attempt's result (``attempt.retry_state.set_result``) and
     keeps the last one: running out of attempts is an answer, not an error.
+    A ``deadline`` stops it as ``retrying``'s does, quietly too.
     """
     return tenacity.AsyncRetrying(
-        stop=tenacity.stop_after_attempt(attempts if attempts is not None else policy.attempts),
+        stop=_stop(attempts if attempts is not None else policy.attempts, deadline, clock),
         wait=backoff(policy),
         retry=tenacity.retry_if_result(again),
         sleep=sleep,
@@ -78,11 +86,30 @@ def retry_on_result(
     )
 
 
-class _BackoffReaches(tenacity.stop.stop_base):
-    """Stop when the coming backoff would end at or past the deadline: no attempt could follow."""
+def _stop(
+    attempts: int, deadline: float | None, clock: Callable[[], float] | None
+) -> tenacity.stop.stop_base:
+    stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(attempts)
+    if deadline is not None and deadline != math.inf:
+        assert clock is not None, "a deadline is read on the loop's clock"
+        stop = stop | _NoTimeForAnother(deadline, clock)
+    return stop
+
+
+class _NoTimeForAnother(tenacity.stop.stop_base):
+    """Stop when the next attempt could not finish by the deadline: it would begin (after
+    its backoff) at or past it, or with less time left than the quickest attempt took.
+
+    Built as the loop starts (its first attempt begins then); called after each failure.
+    """
 
     def __init__(self, deadline: float, clock: Callable[[], float]) -> None:
         self.deadline, self.clock = deadline, clock
+        self._began = clock()
+        self._quickest = math.inf
 
     def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
-        return self.clock() + (retry_state.upcoming_sleep or 0.0) >= self.deadline
+        now = self.clock()
+        self._quickest = min(self._quickest, now - self._began)
+        self._began = now + (retry_state.upcoming_sleep or 0.0)  # when the next one would begin
+        return self._began + self._quickest >= self.deadline

@@ -7,7 +7,7 @@ repr and str never show the value, so a config can be logged or printed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, get_args
 
 from kafkacompat.errors import ConfigError
 from kafkacompat.negotiation.handshake_config import HandshakeConfig
@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_CONFIG",
     "DEFAULT_MAX_IN_FLIGHT",
     "ConnectionConfig",
+    "MisroutingCheck",
     "ReplyLimits",
     "RetryPolicy",
     "SaslConfig",
@@ -112,6 +113,10 @@ class RetryPolicy:
             raise ConfigError("backoff bounds must satisfy 0 <= initial <= max")
 
 
+#: When the cluster layer checks, itself, that a broker is the one it meant (KIP-1242 done client
+#: side, for brokers that cannot check: before Kafka 4.4, look-alikes, controllers).
+MisroutingCheck = Literal["metadata", "every-connection", "off"]
+
 #: Requests sent and not answered, per connection: the one default, the pipeline's too.
 DEFAULT_MAX_IN_FLIGHT = 32
 
@@ -132,10 +137,21 @@ class ConnectionConfig:
     connection, the handshake's included: this is its one home.  The
     ``handshake`` config gets a copy of it; a ``HandshakeConfig`` carrying a
     different client id of its own is refused rather than silently sending two.
+
+    ``misrouting_check`` is the cluster layer's own check that the broker at an
+    address is the one it meant (the cluster id and the node Metadata names at
+    the address dialled; see ``cluster.misrouting``): ``"metadata"`` (the
+    default) wherever it reads Metadata anyway, at no extra round trip;
+    ``"every-connection"`` also on each new connection to a known node whose
+    broker did not confirm its identity itself (ApiVersions v5, Kafka 4.4), at
+    the cost of one Metadata round trip there; ``"off"`` never.
     """
 
     connect_timeout: float = 10.0
     request_timeout: float = 30.0
+    #: The deadline of a cluster call that names no ``request_timeout`` of its own: waiting
+    #: for a node, connecting, retrying and the requests together (Kafka's default.api.timeout.ms).
+    call_timeout: float = 60.0
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
     client_id: str | None = "kafkacompat"
@@ -147,8 +163,12 @@ class ConnectionConfig:
     reply_limits: ReplyLimits = field(default_factory=ReplyLimits)
     max_fanout: int = 256
     fanout_concurrency: int = 16
+    misrouting_check: MisroutingCheck = "metadata"
 
     def __post_init__(self) -> None:
+        if self.misrouting_check not in get_args(MisroutingCheck):
+            choices = ", ".join(repr(choice) for choice in get_args(MisroutingCheck))
+            raise ConfigError(f"misrouting_check must be one of {choices}, not {self.misrouting_check!r}")
         if isinstance(self.max_fanout, bool) or not isinstance(self.max_fanout, int) or self.max_fanout < 1:
             raise ConfigError(f"max_fanout must be an int of at least 1, not {self.max_fanout!r}")
         if (
@@ -165,7 +185,7 @@ class ConnectionConfig:
             raise ConfigError("max_in_flight must be at least 1")
         if not 0 < self.max_frame_size <= 0x7FFFFFFF:
             raise ConfigError("max_frame_size must be between 1 and 2**31-1")
-        if self.connect_timeout <= 0 or self.request_timeout <= 0:
+        if self.connect_timeout <= 0 or self.request_timeout <= 0 or self.call_timeout <= 0:
             raise ConfigError("timeouts must be positive")
         if self.handshake.client_id != self.client_id:
             if self.handshake.client_id != _HANDSHAKE_DEFAULT_CLIENT_ID:

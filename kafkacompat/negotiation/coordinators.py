@@ -375,6 +375,16 @@ class CoordinatorResults:
         for key in planned.keys:
             self._retriable(key, None, "NO_RESPONSE", reason, planned.destination)
 
+    def give_up(self, reason: str) -> None:
+        """No more rounds (the caller's deadline): every key waiting for one fails, ``reason``
+        beside its last error."""
+        for key, last in sorted(self._retry.items()):
+            message = f"{reason}; last: {last.message or last.error_name}"
+            self._failed[key] = KeyLookupFailure(
+                key, last.error_code, last.error_name, message, True, last.attempts, last.answered_by
+            )
+        self._retry.clear()
+
     # -- one key ---------------------------------------------------------------------------
 
     def _settle(

@@ -21,6 +21,12 @@ How this code does it:
   ``expected_cluster_id``.  A bootstrap connection knows no node id and sends
   none.  A coordinator connection's id (``INT32_MAX - node id``, as Kafka's
   Java client numbers them) is mapped back to the broker's own id.
+- Where the broker cannot check (before 4.4, a look-alike, a controller), the
+  client checks from what a Metadata answer read on the connection says:
+  ``check_cluster_id`` compares its cluster id (Metadata v2+) with the one
+  expected, and ``check_node_at_address`` the node Metadata names at the
+  dialled address with the node the connection meant.  Either mismatch is a
+  ``ClusterMismatchError`` naming what was expected and what was found.
 - ``ApiVersionsMemory`` remembers, per broker address, the highest ApiVersions
   version the broker advertised.  A pre-4.4 broker answers v5 with
   UNSUPPORTED_VERSION, one extra round trip; the next connection to that
@@ -33,6 +39,7 @@ How this code does it:
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
@@ -45,6 +52,7 @@ __all__ = [
     "BrokerIdentity",
     "broker_node_id",
     "check_cluster_id",
+    "check_node_at_address",
     "identity_for",
 ]
 
@@ -117,6 +125,40 @@ def check_cluster_id(expected: str | None, found: str | None, *, node: str | Non
             node=node,
         )
     return found if found is not None else expected
+
+
+def check_node_at_address(
+    meant_node_id: int,
+    dialled: tuple[str, int],
+    named: Iterable[tuple[int, str, int]],
+    *,
+    node: str,
+    cluster_id: str | None = None,
+    answer: str = "Metadata",
+) -> None:
+    """Refuse a connection to ``meant_node_id`` whose address the answer gives to another node.
+
+    ``named`` is the answer's (node id, host, port) of every broker, read on the
+    connection that dialled ``dialled`` (host and port as dialled, compared as
+    the answer spells them); ``node`` labels that address in the error.  An
+    address the answer does not name proves nothing (a proxy, another listener):
+    only another node named there is misrouting.  A coordinator's connection id
+    is mapped back to its broker's first.
+    """
+    meant = broker_node_id(meant_node_id)
+    found = next((node_id for node_id, host, port in named if (host, port) == dialled), None)
+    if found is None or found == meant:
+        return
+    of_cluster = f" of cluster {cluster_id}" if cluster_id is not None else ""
+    raise ClusterMismatchError(
+        f"the broker at {node} is node {found}{of_cluster}, not node {meant}: {answer} read on that "
+        f"connection names node {found} there, so the address belongs to another broker now",
+        expected_cluster_id=cluster_id,
+        found_cluster_id=cluster_id,
+        expected_node_id=meant,
+        found_node_id=found,
+        node=node,
+    )
 
 
 class ApiVersionsMemory:

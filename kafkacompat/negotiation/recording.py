@@ -66,6 +66,7 @@ __all__ = [
     "Outcome",
     "ProfileBook",
     "WireRecorder",
+    "load_response_classes",
     "profile_pieces",
 ]
 
@@ -125,14 +126,17 @@ class ClientRecord:
     name: str
     version: str
     identified_by: Literal["software", "client-id"]
-    client_ids: set[str] = field(default_factory=set)
-    # Plain dicts of str -> int, not Counters: the collector leaves those untracked, so a
-    # full book (MAX_PAIRS of them) adds nothing to the pauses of a full garbage collection.
-    outcomes: dict[tuple[int, int], dict[str, int]] = field(default_factory=dict)
+    # Every table is a plain dict whose keys and values are strs, ints and tuples of them (a
+    # set is a dict of None; the outcome counts of a pair are a sorted tuple, replaced when one
+    # changes): the collector stops tracking such a dict, so a full book (MAX_PAIRS entries)
+    # adds nothing to the pauses of a full garbage collection.  A set, a dict of dicts or an
+    # object per entry stays tracked and is walked, entry by entry, by every one of them.
+    client_ids: dict[str, None] = field(default_factory=dict)
+    outcomes: dict[tuple[int, int], tuple[tuple[str, int], ...]] = field(default_factory=dict)
     offered: dict[tuple[tuple[int, int, int], ...], int] = field(default_factory=dict)
     # per (api key, version): sent where no ApiVersions answer was seen, or outside the offer
-    unnegotiated: set[tuple[int, int]] = field(default_factory=set)
-    below_offer: set[tuple[int, int]] = field(default_factory=set)
+    unnegotiated: dict[tuple[int, int], None] = field(default_factory=dict)
+    below_offer: dict[tuple[int, int], None] = field(default_factory=dict)
 
     dropped: int = 0  # requests past MAX_ENTRIES pairs of this client or MAX_PAIRS of the book
     last: tuple[int, int, int, str] | None = None  # (sequence, api key, version, outcome)
@@ -186,17 +190,17 @@ class ProfileBook:
                 record.dropped += 1
                 self.unitemised += 1
                 return
-            counts = record.outcomes[key] = {}
+            counts = ()
             self.pairs += 1
-        counts[outcome] = counts.get(outcome, 0) + 1
+        record.outcomes[key] = _counted(counts, outcome)
 
-    def flag(self, record: ClientRecord, flags: set[tuple[int, int]], key: tuple[int, int]) -> None:
+    def flag(self, record: ClientRecord, flags: dict[tuple[int, int], None], key: tuple[int, int]) -> None:
         """Add ``key`` to one of ``record``'s sets of (api key, version) while the bounds leave room."""
         if key in flags:
             return
         if len(record.unnegotiated) + len(record.below_offer) >= 2 * MAX_ENTRIES or self.pairs >= MAX_PAIRS:
             return
-        flags.add(key)
+        flags[key] = None
         self.pairs += 1
         self.changed.add(record.key)
 
@@ -236,6 +240,14 @@ class ProfileBook:
 
     def profiles(self) -> list[dict[str, Any]]:
         return [client_profile(record) for _, record in sorted(self.clients.items())]
+
+
+def _counted(counts: tuple[tuple[str, int], ...], outcome: str) -> tuple[tuple[str, int], ...]:
+    """``counts`` (sorted (outcome, count) pairs) with one more ``outcome``."""
+    for index, (seen, count) in enumerate(counts):
+        if seen == outcome:
+            return (*counts[:index], (seen, count + 1), *counts[index + 1 :])
+    return tuple(sorted((*counts, (outcome, 1))))
 
 
 @dataclass(slots=True)
@@ -304,7 +316,7 @@ class WireRecorder:
         if self._client is not None:
             self.book.changed.add(self._client.key)
             if self._client_id and len(self._client.client_ids) < 16:
-                self._client.client_ids.add(self._client_id)
+                self._client.client_ids[self._client_id] = None
             for early in self._early:
                 self.book.note(self._client, *early)
             self._early.clear()
@@ -382,6 +394,19 @@ class WireRecorder:
         if self._client is None and self._early:
             self._client = self.book.by_client_id(self._client_id)
             self._identify_later(-1)
+
+
+def load_response_classes() -> int:
+    """Load every response class ``WireRecorder`` may decode (the codec loads them lazily); how many.
+
+    A recorder that loads them at start-up allocates nothing long-lived for them during
+    traffic, so what start-up made can be left out of every garbage collection at once
+    (``transport.record_proxy.freeze_start_up``).
+    """
+    names = [name for (_, kind), name in messages.CLASS_BY_KEY.items() if kind == "response"]
+    for name in names:
+        getattr(messages, name)
+    return len(names)
 
 
 def _looks_like_request(frame: bytes) -> bool:

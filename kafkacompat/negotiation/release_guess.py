@@ -111,6 +111,15 @@ OPTIONAL_APIS: frozenset[int] = frozenset(
 )
 
 
+# The broker listener of a combined node (broker and controller in one process) answers its
+# release's broker-only table less these APIs: DescribeQuorum (55) on 3.0 to 3.2, seen on the
+# real 3.0.2, 3.1.2 and 3.2.3 (make real-kafka).  Every other release's combined node answers
+# exactly its split nodes' tables.
+COMBINED_BROKER_HIDES: Mapping[str, frozenset[int]] = MappingProxyType(
+    {release: frozenset({int(ApiKey.DESCRIBE_QUORUM)}) for release in ("3.0", "3.1", "3.2")}
+)
+
+
 def guess_release(api_ranges: Mapping[int, VersionRange]) -> ReleaseGuess:
     """Guess the broker's Kafka release from its ApiVersions answer (api key -> range)."""
     observed = {key: span for key, span in _as_table(api_ranges).items() if key not in OPTIONAL_APIS}
@@ -119,6 +128,9 @@ def guess_release(api_ranges: Mapping[int, VersionRange]) -> ReleaseGuess:
     exact = [group for groups in _groups().values() for group in groups if group.table == observed]
     if exact:
         return _exact(observed, exact)
+    combined = [group for group in _groups().get("kraft-broker", ()) if _combined_table(group) == observed]
+    if combined:
+        return _exact_combined(observed, combined)
     bounds = [b for kind in _groups() if (b := _bounds(_kind(kind), observed)) is not None]
     if not bounds:
         return ReleaseGuess(None, "unknown", (), "unknown", tuple(_unknown_evidence(observed)))
@@ -134,21 +146,23 @@ def guess_release(api_ranges: Mapping[int, VersionRange]) -> ReleaseGuess:
 
 _NOT_ANSWERED = "not the broker's answer"
 # What each pre-0.10 release does that the others do not (handshake rules 9 and 10).
-_BEHAVIOUR: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    "0.8.2": (
-        "ApiVersions closed the connection at every version, Metadata v0 was answered: a Kafka "
-        "broker older than 0.10 that closes on requests it cannot read (0.8.x)",
-        "Heartbeat (key 12) was answered: only 0.8.2 of the 0.8 releases parses it",
-    ),
-    "0.8.1": (
-        "ApiVersions closed the connection at every version, Metadata v0 was answered: 0.8.x",
-        "Heartbeat (key 12, 0.8.2) closed the connection; OffsetFetch v0 (key 9) was answered: 0.8.1",
-    ),
-    "0.8.0": (
-        "ApiVersions closed the connection at every version, Metadata v0 was answered: 0.8.x",
-        "Heartbeat (key 12, 0.8.2) and OffsetFetch v0 (key 9, 0.8.1) closed the connection: 0.8.0",
-    ),
-})
+_BEHAVIOUR: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "0.8.2": (
+            "ApiVersions closed the connection at every version, Metadata v0 was answered: a Kafka "
+            "broker older than 0.10 that closes on requests it cannot read (0.8.x)",
+            "Heartbeat (key 12) was answered: only 0.8.2 of the 0.8 releases parses it",
+        ),
+        "0.8.1": (
+            "ApiVersions closed the connection at every version, Metadata v0 was answered: 0.8.x",
+            "Heartbeat (key 12, 0.8.2) closed the connection; OffsetFetch v0 (key 9) was answered: 0.8.1",
+        ),
+        "0.8.0": (
+            "ApiVersions closed the connection at every version, Metadata v0 was answered: 0.8.x",
+            "Heartbeat (key 12, 0.8.2) and OffsetFetch v0 (key 9, 0.8.1) closed the connection: 0.8.0",
+        ),
+    }
+)
 
 
 def behaviour_guess(release: str, skipped_version: int | None = None) -> ReleaseGuess:
@@ -270,6 +284,31 @@ def _exact(observed: Table, matches: Sequence[_TableGroup]) -> ReleaseGuess:
             evidence += _compared(observed, groups[index + 1], group.kind, "from")
     kind = _kind(kinds[0]) if len(kinds) == 1 else None
     return ReleaseGuess(kind, "exact", releases, text, tuple(evidence))
+
+
+def _combined_table(group: _TableGroup) -> Table | None:
+    """What a combined node of ``group``'s releases answers on its broker listener, where it differs."""
+    hidden = frozenset().union(
+        *(COMBINED_BROKER_HIDES.get(release, frozenset()) for release in group.releases)
+    )
+    if not hidden:
+        return None
+    return {key: span for key, span in group.table.items() if key not in hidden}
+
+
+def _exact_combined(observed: Table, matches: Sequence[_TableGroup]) -> ReleaseGuess:
+    guess = _exact(observed, matches)
+    hidden = sorted(
+        frozenset().union(
+            *(COMBINED_BROKER_HIDES[r] for g in matches for r in g.releases if r in COMBINED_BROKER_HIDES)
+        )
+    )
+    names = ", ".join(f"{API_NAMES.get(key, '?')}({key})" for key in hidden)
+    first = (
+        f"all {len(observed)} API ranges equal those of {guess.text} as the broker listener of a "
+        f"combined broker-controller node, which leaves out {names} (a broker-only node lists it)"
+    )
+    return ReleaseGuess(guess.kind, "exact", guess.releases, guess.text, (first, *guess.evidence[1:]))
 
 
 def _between(observed: Table, groups: Sequence[_TableGroup], lower: int, upper: int) -> ReleaseGuess:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from kafkacompat.errors import InstallError
 
-__all__ = ["CLIENTS", "ClientRelease", "install", "traffic_command"]
+__all__ = ["CLIENTS", "ClientRelease", "go_env", "install", "traffic_command"]
 
 PROGRAMS = Path(__file__).resolve().parent / "clients"
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -213,7 +213,8 @@ def _maven(what: ClientRelease, target: Path, cache: Path) -> None:
             continue
 
 
-def _go_env(cache: Path) -> dict[str, str]:
+def go_env(cache: Path) -> dict[str, str]:
+    """The environment that builds Go programs with their modules and build cache in ``cache``."""
     root = cache / "go"
     return {
         **os.environ,
@@ -231,7 +232,7 @@ def _go(what: ClientRelease, target: Path, cache: Path) -> None:
     source = PROGRAMS / "go" / what.library / "main.go"
     shutil.copy(source, target / "main.go")
     shutil.copy(PROGRAMS / "go" / "steps.go", target / "steps.go")
-    env = _go_env(cache)
+    env = go_env(cache)
     _run(["go", "mod", "init", f"kafkacompat.profiles/{what.library}"], what, cwd=target, env=env)
     _run(["go", "get", f"{what.package}@v{what.release}", *what.pins], what, cwd=target, env=env)
     _run(["go", "mod", "tidy"], what, cwd=target, env=env)

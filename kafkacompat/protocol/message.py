@@ -178,6 +178,8 @@ class KafkaMessage(KafkaStruct):
     REMOVAL_KIND: ClassVar[str | None] = None
     _READERS: ClassVar[Mapping[int, Reader]]
     _WRITERS: ClassVar[Mapping[int, Writer]]
+    # Per version, the layout table the native reader interprets (kafkacompat.protocol.codec_path).
+    _LAYOUTS: ClassVar[Mapping[int, tuple[Any, ...]]]
 
     @classmethod
     def defined_by_current_specs(cls, version: int) -> bool:

@@ -84,6 +84,38 @@ FEATURES: Final[Mapping[str, tuple[FeatureLevelFact, ...]]] = {
 
 # release -> the level of each feature a new cluster of that release is formatted with
 FEATURE_DEFAULTS: Final[Mapping[str, Mapping[str, int]]] = {
+    "3.3": {
+        "metadata.version": 7,
+    },
+    "3.4": {
+        "metadata.version": 8,
+    },
+    "3.5": {
+        "metadata.version": 11,
+    },
+    "3.6": {
+        "metadata.version": 14,
+    },
+    "3.7": {
+        "metadata.version": 19,
+    },
+    "3.8": {
+        "metadata.version": 20,
+    },
+    "3.9": {
+        "metadata.version": 21,
+    },
+    "4.0": {
+        "group.version": 1, "metadata.version": 25, "transaction.version": 2,
+    },
+    "4.1": {
+        "eligible.leader.replicas.version": 1, "group.version": 1, "metadata.version": 27,
+        "transaction.version": 2,
+    },
+    "4.2": {
+        "eligible.leader.replicas.version": 1, "group.version": 1, "metadata.version": 29,
+        "share.version": 1, "streams.version": 1, "transaction.version": 2,
+    },
     "4.3": {
         "eligible.leader.replicas.version": 1, "group.version": 1, "kraft.version": 1,
         "metadata.version": 30, "share.version": 1, "streams.version": 1, "transaction.version": 2,

@@ -37,16 +37,24 @@ import math
 import struct
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import trio
 
 from kafkacompat.protocol import framing, messages
-from kafkacompat.transport.record_proxy import ProfileWriter, RecordProxy
+from kafkacompat.transport.record_proxy import ProfileWriter, RecordProxy, freeze_start_up
 
-__all__ = ["LoopSteps", "main", "record_in_process", "request_frame", "request_pairs", "summary"]
+__all__ = [
+    "LoopSteps",
+    "frozen_start_up",
+    "main",
+    "record_in_process",
+    "request_frame",
+    "request_pairs",
+    "summary",
+]
 
 _SKIPPED = {0, 17, 18}  # Produce (acks are read), SaslHandshake (tokens), ApiVersions (software)
 
@@ -209,6 +217,17 @@ async def _load(
     }
 
 
+@contextlib.contextmanager
+def frozen_start_up() -> Iterator[None]:
+    """As ``kafkacompat record`` starts: ``freeze_start_up`` (around ``trio.run(record_in_process,
+    ...)``); on leaving, what it froze is collectable again (this process may be a test run's)."""
+    freeze_start_up()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 class LoopSteps(trio.abc.Instrument):
     """The CPU time of each task step on the trio thread: the writer's, and everyone else's."""
 
@@ -274,6 +293,7 @@ async def record_in_process(
     host, port = _address(broker)
     proxy = RecordProxy(host, port)
     writer = ProfileWriter(proxy.book, out, sys.stderr)
+
     windows: list[tuple[float, float, bool]] = []
 
     async def alternating() -> None:

@@ -16,11 +16,21 @@ taking the traffic's turn: it serialises only the clients that changed, in
 slices of a few milliseconds, and writes the file from a worker thread (how,
 in its docstring).  Memory is the book's bound (``negotiation.recording``)
 plus one serialised line per client.
+
+What stalls every proxied connection at once, besides the writer, is a full
+garbage collection: it walks every object the collector tracks, and a
+recorder's process is mostly start-up (modules, classes, the codec).
+``freeze_start_up``, called by whoever owns the process (the CLI, the load
+harness) once start-up is over, loads what the recorder would otherwise load
+during traffic and moves everything alive then out of the collector's sight
+(``gc.freeze``): what is left to walk is the connections of the moment and the
+book, whose tables the collector does not track.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import tempfile
 from collections.abc import Callable, Iterable
@@ -30,12 +40,24 @@ from typing import TextIO
 import trio
 
 from kafkacompat.errors import TransportError
-from kafkacompat.negotiation.recording import ProfileBook, WireRecorder
+from kafkacompat.negotiation.recording import ProfileBook, WireRecorder, load_response_classes
 from kafkacompat.negotiation.recording_profile import profile_pieces
 
-__all__ = ["ProfileWriter", "RecordProxy", "write_lines"]
+__all__ = ["ProfileWriter", "RecordProxy", "freeze_start_up", "write_lines"]
 
 _CHUNK = 65536
+
+
+def freeze_start_up() -> None:
+    """Leave start-up out of every later garbage collection (see the module documentation).
+
+    The response classes the recorder decodes are loaded first (lazily, they would be
+    loaded, and stay, during traffic); garbage is collected, so none is frozen with the
+    rest.  It changes the whole process: call it where the process is the recorder's.
+    """
+    load_response_classes()
+    gc.collect()
+    gc.freeze()
 
 
 class RecordProxy:

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from kafkacompat._cache import cache_root
+from tests.support.codec_paths import compiler_present
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 120.0
@@ -106,6 +107,8 @@ def test_version_and_every_help(installed: Path, tmp_path: Path) -> None:
     kafkacompat = str(installed / "kafkacompat")
     version = _run([kafkacompat, "--version"], cwd=tmp_path)
     assert version.returncode == 0 and version.stdout.startswith("kafkacompat "), version.stderr
+    if compiler_present():  # the build made the native reader here: the wheel must be using it
+        assert "(codec: native," in version.stdout, version.stdout
     top = _run([kafkacompat, "--help"], cwd=tmp_path)
     assert top.returncode == 0, top.stderr
     listed = _run([str(installed / "python"), "-c", LIST_COMMANDS], cwd=tmp_path)

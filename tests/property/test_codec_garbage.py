@@ -1,7 +1,9 @@
 """Garbage in: every decoder raises DecodeError and nothing else, and never hangs.
 
 Random bytes, truncations and single-byte corruptions of valid encodings are
-fed to every message at every version.  A longer run lives in ``make fuzz``.
+fed to every message at every version.  On the native path every outcome is
+also compared with the Python readers': the same objects, or the same error
+text at the same offset.  A longer run lives in ``make fuzz``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,13 @@ from hypothesis import strategies as st
 
 from kafkacompat.errors import DecodeError
 from kafkacompat.protocol.message import KafkaMessage
+from tests.support.codec_paths import same_on_both_paths
 from tests.support.codec_strategies import all_message_classes, instances
+
+# On the native reader and on the generated Python readers (tests/support/codec_paths.py).
+pytestmark = pytest.mark.usefixtures("each_codec_path")
+# The path fixture is set once per test, not per example: that is what it is for.
+SUPPRESSED = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 
 CLASSES = all_message_classes()
 
@@ -25,10 +33,11 @@ def _decode_or_decode_error(cls: type[KafkaMessage], data: bytes, version: int) 
     except DecodeError as exc:
         assert exc.what == cls.NAME
         assert exc.version == version
+    same_on_both_paths(cls, data, version)
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=[c.NAME for c in CLASSES])
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=SUPPRESSED)
 @given(data=st.data(), garbage=st.binary(max_size=64))
 def test_random_bytes(cls: type[KafkaMessage], data: Any, garbage: bytes) -> None:
     version = data.draw(st.sampled_from(list(cls.VALID_VERSIONS)))
@@ -36,7 +45,7 @@ def test_random_bytes(cls: type[KafkaMessage], data: Any, garbage: bytes) -> Non
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=[c.NAME for c in CLASSES])
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=SUPPRESSED)
 @given(data=st.data())
 def test_damaged_encodings(cls: type[KafkaMessage], data: Any) -> None:
     version = data.draw(st.sampled_from(list(cls.VALID_VERSIONS)))

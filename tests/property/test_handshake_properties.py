@@ -11,7 +11,13 @@ Whatever the order of events and whatever bytes the peer sends:
 - identity (KIP-1242): a request carries ClusterId and NodeId both or
   neither, both only at v5+ and only when the handshake was given an
   identity; REBOOTSTRAP_REQUIRED and a refused identity fail typed, naming
-  the identity expected; a remembered ApiVersions max only lowers the start.
+  the identity expected; a remembered ApiVersions max only lowers the start;
+- the identity a connection would send (``identity_for``) is whole or absent,
+  absent on a bootstrap connection; the client's node-at-address check
+  refuses exactly when another node is named at the address dialled;
+- the memory of advertised maxima is a bounded least-recently-used map, and
+  through it a broker costs at most one extra round trip per release it runs
+  while the client meets it, whatever the order of connections.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkacompat.errors import (
+    ClusterMismatchError,
     HandshakeStateError,
     IdentityRefusedError,
     KafkaCompatError,
@@ -43,7 +50,13 @@ from kafkacompat.negotiation.handshake import (
     State,
 )
 from kafkacompat.negotiation.handshake_config import CODEC_MAX_VERSION
-from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
+from kafkacompat.negotiation.handshake_identity import (
+    ApiVersionsMemory,
+    BrokerIdentity,
+    broker_node_id,
+    check_node_at_address,
+    identity_for,
+)
 from kafkacompat.protocol.framing import decode_request
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 from tests.support.codec_strategies import instances
@@ -291,3 +304,149 @@ def test_every_state_event_pair_is_a_table_move_or_a_refusal(
         assert len(hs.history) == history
     assert (hs.transcript.round_trips, hs.transcript.connections) == (fed.round_trips, fed.connections)
     assert isinstance(hs.next_action(), Connect | SendRequest | SendProbe | ReceiveReply | Done | Fail)
+
+
+# -- identity and the memory across connections (KIP-1242) ---------------------------------
+
+node_ids = st.one_of(
+    st.none(), st.integers(-5, 5), st.integers(0, 2**31 - 1), st.integers(2**30, 2**31 - 1)
+)
+cluster_ids = st.one_of(st.none(), st.sampled_from(["MkU3OEVBNTcwNTJENDM2Qk", "c", "other"]))
+
+
+@given(node_id=node_ids, cluster_id=cluster_ids, expected=cluster_ids)
+def test_an_identity_is_whole_or_absent_and_a_bootstrap_connection_has_none(
+    node_id: int | None, cluster_id: str | None, expected: str | None
+) -> None:
+    try:
+        identity = identity_for(node_id, cluster_id, expected_cluster_id=expected)
+    except ClusterMismatchError as exc:  # the only refusal: Metadata names another cluster
+        assert cluster_id is not None and expected is not None and cluster_id != expected
+        assert (exc.expected_cluster_id, exc.found_cluster_id) == (expected, cluster_id)
+        return
+    if node_id is None or node_id < 0 or (cluster_id is None and expected is None):
+        assert identity is None  # a bootstrap connection, or nothing known: never a NodeId alone
+        return
+    assert identity is not None
+    assert identity.cluster_id == (cluster_id if cluster_id is not None else expected)
+    assert identity.node_id == broker_node_id(node_id) and 0 <= identity.node_id <= 2**31 - 1
+    request = HandshakeConfig().request(5, identity)
+    assert (request.cluster_id, request.node_id) == (identity.cluster_id, identity.node_id)
+    below = HandshakeConfig().request(4, identity)
+    assert (below.cluster_id, below.node_id) == (None, -1)  # no identity field before v5
+
+
+@given(
+    dialled=st.integers(0, 3),
+    named=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3)), max_size=6),
+    meant=st.integers(0, 5),
+)
+def test_a_node_at_the_dialled_address_is_refused_only_when_another_is_named_there(
+    dialled: int, named: list[tuple[int, int]], meant: int
+) -> None:
+    brokers = [(node_id, "h", port) for node_id, port in named]
+    there = next((node_id for node_id, port in named if port == dialled), None)
+    try:
+        check_node_at_address(meant, ("h", dialled), brokers, node=f"h:{dialled}")
+    except ClusterMismatchError as exc:
+        assert there is not None and there != meant
+        assert (exc.expected_node_id, exc.found_node_id) == (meant, there)
+        return
+    assert there is None or there == meant
+
+
+@settings(max_examples=200)
+@given(
+    capacity=st.integers(1, 6),
+    operations=st.lists(
+        st.tuples(st.sampled_from(["remember", "recall", "forget"]), st.integers(0, 8), st.integers(0, 5)),
+        max_size=60,
+    ),
+)
+def test_the_memory_is_bounded_and_remembers_like_a_least_recently_used_cache(
+    capacity: int, operations: list[tuple[str, int, int]]
+) -> None:
+    memory = ApiVersionsMemory(capacity)
+    model: dict[str, int] = {}  # insertion order: least recently used first
+    for operation, address, version in operations:
+        node = f"b:{address}"
+        if operation == "remember":
+            model.pop(node, None)
+            model[node] = version
+            while len(model) > capacity:
+                del model[next(iter(model))]
+            memory.remember(node, version)
+        elif operation == "recall":
+            assert memory.recall(node) == model.get(node)
+            if node in model:
+                model[node] = model.pop(node)
+        else:
+            memory.forget(node)
+            model.pop(node, None)
+        assert len(memory) == len(model) <= capacity
+
+
+def _peer(top: int) -> Any:
+    """A broker advertising ApiVersions 0-``top``: UNSUPPORTED_VERSION above it, as real ones do."""
+
+    def answer(version: int) -> bytes:
+        keys = [R.ApiVersion(api_key=18, min_version=0, max_version=top)]
+        if version > top:
+            return R(error_code=35, api_keys=keys).encode(0)
+        return R(error_code=0, api_keys=keys).encode(version)
+
+    return answer
+
+
+def _connect(node: str, top: int, memory: ApiVersionsMemory, identity: BrokerIdentity | None) -> list[int]:
+    """One connection's handshake with a broker of max ``top``: the versions it asked for."""
+    hs = ApiVersionsHandshake(node=node, identity=identity, memory=memory)
+    peer, asked = _peer(top), []
+    hs.connected()
+    while isinstance(action := hs.next_action(), SendRequest):
+        asked.append(action.version)
+        body = decode_request(action.frame[4:]).body
+        assert isinstance(body, ApiVersionsRequest)
+        sent = (body.cluster_id, body.node_id)
+        if action.version >= 5 and identity is not None:
+            assert sent == (identity.cluster_id, identity.node_id)
+        else:
+            assert sent == (None, -1)
+        hs.request_sent()
+        hs.received(peer(action.version))
+    assert isinstance(action, Done), action
+    return asked
+
+
+@settings(max_examples=200)
+@given(
+    brokers=st.lists(st.integers(3, CODEC_MAX), min_size=1, max_size=5),
+    visits=st.lists(st.tuples(st.integers(0, 4), st.booleans()), min_size=1, max_size=40),
+    changes=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 4), st.integers(3, CODEC_MAX)), max_size=4),
+)
+def test_each_broker_costs_at_most_one_extra_round_trip_per_release_it_runs(
+    brokers: list[int], visits: list[tuple[int, bool]], changes: list[tuple[int, int, int]]
+) -> None:
+    """Connections to a few brokers through one shared memory, some brokers changing release
+    (upgraded or downgraded) between visits: the versions asked strictly fall within a
+    connection, and a broker costs one round trip more than one, once per release it
+    runs while the client meets it (its first meeting, and after each downgrade below what
+    was remembered); an upgrade costs nothing extra."""
+    tops = list(brokers)
+    memory = ApiVersionsMemory(len(brokers))
+    extra = [0] * len(brokers)
+    allowed = [1] * len(brokers)  # the first meeting of each
+    for step, (visit, known) in enumerate(visits):
+        for at, which, top in changes:
+            if at == step and which < len(tops) and top != tops[which]:
+                remembered = memory.recall(f"b:{which}")
+                if remembered is not None and top < remembered:
+                    allowed[which] += 1  # a downgrade below the memory: refused once more
+                tops[which] = top
+        index = visit % len(brokers)
+        identity = BrokerIdentity("c", index) if known else None
+        asked = _connect(f"b:{index}", tops[index], memory, identity)
+        assert all(a > b for a, b in itertools.pairwise(asked)), asked
+        assert len(asked) <= 2 and asked[-1] <= tops[index]  # bounded: at most one refusal
+        extra[index] += len(asked) - 1
+    assert all(e <= a for e, a in zip(extra, allowed, strict=True)), (extra, allowed)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -112,3 +112,7 @@ AbortTransactionRecord._FIELDS = (
 )
 AbortTransactionRecord._READERS = {0: _r_AbortTransactionRecord_0}
 AbortTransactionRecord._WRITERS = {0: _w_AbortTransactionRecord_0}
+_N_AbortTransactionRecord_0 = (AbortTransactionRecord, True, (), ((0, 'reason', 59, None, 0, None),), ())
+AbortTransactionRecord._LAYOUTS = {0: _N_AbortTransactionRecord_0}
+
+codec_path.install(AbortTransactionRecord)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -76,3 +76,18 @@ AbortedTxn._FIELDS = (
 )
 AbortedTxn._READERS = {0: _r_AbortedTxn_0}
 AbortedTxn._WRITERS = {0: _w_AbortedTxn_0}
+_N_AbortedTxn_0 = (
+    AbortedTxn,
+    False,
+    (
+        ('producer_id', 4, None),
+        ('first_offset', 4, None),
+        ('last_offset', 4, None),
+        ('last_stable_offset', 4, None),
+    ),
+    (),
+    (),
+)
+AbortedTxn._LAYOUTS = {0: _N_AbortedTxn_0}
+
+codec_path.install(AbortedTxn)

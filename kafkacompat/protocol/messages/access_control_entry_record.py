@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -190,3 +190,22 @@ AccessControlEntryRecord._FIELDS = (
 )
 AccessControlEntryRecord._READERS = {0: _r_AccessControlEntryRecord_0}
 AccessControlEntryRecord._WRITERS = {0: _w_AccessControlEntryRecord_0}
+_N_AccessControlEntryRecord_0 = (
+    AccessControlEntryRecord,
+    True,
+    (
+        ('id', 42, None),
+        ('resource_type', 33, None),
+        ('resource_name', 43, None),
+        ('pattern_type', 33, None),
+        ('principal', 43, None),
+        ('host', 43, None),
+        ('operation', 33, None),
+        ('permission_type', 33, None),
+    ),
+    (),
+    (),
+)
+AccessControlEntryRecord._LAYOUTS = {0: _N_AccessControlEntryRecord_0}
+
+codec_path.install(AccessControlEntryRecord)

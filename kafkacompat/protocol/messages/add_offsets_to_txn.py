@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
@@ -269,6 +269,37 @@ AddOffsetsToTxnRequest._WRITERS = {
     3: _w_AddOffsetsToTxnRequest_1,
     4: _w_AddOffsetsToTxnRequest_1,
 }
+_N_AddOffsetsToTxnRequest_0 = (
+    AddOffsetsToTxnRequest,
+    False,
+    (
+        ('transactional_id', 11, None),
+        ('producer_id', 4, None),
+        ('producer_epoch', 2, None),
+        ('group_id', 11, None),
+    ),
+    (),
+    (),
+)
+_N_AddOffsetsToTxnRequest_1 = (
+    AddOffsetsToTxnRequest,
+    True,
+    (
+        ('transactional_id', 43, None),
+        ('producer_id', 36, None),
+        ('producer_epoch', 34, None),
+        ('group_id', 43, None),
+    ),
+    (),
+    (),
+)
+AddOffsetsToTxnRequest._LAYOUTS = {
+    0: _N_AddOffsetsToTxnRequest_0,
+    1: _N_AddOffsetsToTxnRequest_0,
+    2: _N_AddOffsetsToTxnRequest_0,
+    3: _N_AddOffsetsToTxnRequest_1,
+    4: _N_AddOffsetsToTxnRequest_1,
+}
 
 
 AddOffsetsToTxnResponse._FIELDS = (
@@ -289,3 +320,26 @@ AddOffsetsToTxnResponse._WRITERS = {
     3: _w_AddOffsetsToTxnResponse_1,
     4: _w_AddOffsetsToTxnResponse_1,
 }
+_N_AddOffsetsToTxnResponse_0 = (
+    AddOffsetsToTxnResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('error_code', 2, None)),
+    (),
+    (),
+)
+_N_AddOffsetsToTxnResponse_1 = (
+    AddOffsetsToTxnResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('error_code', 34, None)),
+    (),
+    (),
+)
+AddOffsetsToTxnResponse._LAYOUTS = {
+    0: _N_AddOffsetsToTxnResponse_0,
+    1: _N_AddOffsetsToTxnResponse_0,
+    2: _N_AddOffsetsToTxnResponse_0,
+    3: _N_AddOffsetsToTxnResponse_1,
+    4: _N_AddOffsetsToTxnResponse_1,
+}
+
+codec_path.install(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse)

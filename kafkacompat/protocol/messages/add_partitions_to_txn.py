@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1308,6 +1308,77 @@ AddPartitionsToTxnRequest._WRITERS = {
     4: _w_AddPartitionsToTxnRequest_2,
     5: _w_AddPartitionsToTxnRequest_2,
 }
+_N_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_0 = (
+    _C_Request__AddPartitionsToTxnTopic,
+    False,
+    (('name', 11, None), ('partitions', 67, None)),
+    (),
+    (),
+)
+_N_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_1 = (
+    _C_Request__AddPartitionsToTxnTopic,
+    True,
+    (('name', 43, None), ('partitions', 99, None)),
+    (),
+    (),
+)
+_N_AddPartitionsToTxnRequest__AddPartitionsToTxnTransaction_0 = (
+    _C_Request__AddPartitionsToTxnTransaction,
+    True,
+    (
+        ('transactional_id', 43, None),
+        ('producer_id', 36, None),
+        ('producer_epoch', 34, None),
+        ('verify_only', 32, None),
+        ('topics', 237, _N_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_1),
+    ),
+    (),
+    (),
+)
+_N_AddPartitionsToTxnRequest_0 = (
+    AddPartitionsToTxnRequest,
+    False,
+    (
+        ('v3_and_below_transactional_id', 11, None),
+        ('v3_and_below_producer_id', 4, None),
+        ('v3_and_below_producer_epoch', 2, None),
+        ('v3_and_below_topics', 205, _N_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_0),
+    ),
+    (),
+    (('transactions', 2, None),),
+)
+_N_AddPartitionsToTxnRequest_1 = (
+    AddPartitionsToTxnRequest,
+    True,
+    (
+        ('v3_and_below_transactional_id', 43, None),
+        ('v3_and_below_producer_id', 36, None),
+        ('v3_and_below_producer_epoch', 34, None),
+        ('v3_and_below_topics', 237, _N_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_1),
+    ),
+    (),
+    (('transactions', 2, None),),
+)
+_N_AddPartitionsToTxnRequest_2 = (
+    AddPartitionsToTxnRequest,
+    True,
+    (('transactions', 237, _N_AddPartitionsToTxnRequest__AddPartitionsToTxnTransaction_0),),
+    (),
+    (
+        ('v3_and_below_transactional_id', 0, ""),
+        ('v3_and_below_producer_id', 0, 0),
+        ('v3_and_below_producer_epoch', 0, 0),
+        ('v3_and_below_topics', 2, None),
+    ),
+)
+AddPartitionsToTxnRequest._LAYOUTS = {
+    0: _N_AddPartitionsToTxnRequest_0,
+    1: _N_AddPartitionsToTxnRequest_0,
+    2: _N_AddPartitionsToTxnRequest_0,
+    3: _N_AddPartitionsToTxnRequest_1,
+    4: _N_AddPartitionsToTxnRequest_2,
+    5: _N_AddPartitionsToTxnRequest_2,
+}
 
 _C_Response__AddPartitionsToTxnPartitionResult = AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult
 _C_Response__AddPartitionsToTxnTopicResult = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
@@ -1387,3 +1458,96 @@ AddPartitionsToTxnResponse._WRITERS = {
     4: _w_AddPartitionsToTxnResponse_2,
     5: _w_AddPartitionsToTxnResponse_2,
 }
+_N_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_0 = (
+    _C_Response__AddPartitionsToTxnPartitionResult,
+    False,
+    (('partition_index', 3, None), ('partition_error_code', 2, None)),
+    (),
+    (),
+)
+_N_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_1 = (
+    _C_Response__AddPartitionsToTxnPartitionResult,
+    True,
+    (('partition_index', 35, None), ('partition_error_code', 34, None)),
+    (),
+    (),
+)
+_N_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_0 = (
+    _C_Response__AddPartitionsToTxnTopicResult,
+    False,
+    (
+        ('name', 11, None),
+        ('results_by_partition', 205, _N_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_0),
+    ),
+    (),
+    (),
+)
+_N_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_1 = (
+    _C_Response__AddPartitionsToTxnTopicResult,
+    True,
+    (
+        ('name', 43, None),
+        ('results_by_partition', 237, _N_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_1),
+    ),
+    (),
+    (),
+)
+_N_AddPartitionsToTxnResponse__AddPartitionsToTxnResult_0 = (
+    _C_Response__AddPartitionsToTxnResult,
+    True,
+    (
+        ('transactional_id', 43, None),
+        ('topic_results', 237, _N_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_1),
+    ),
+    (),
+    (),
+)
+_N_AddPartitionsToTxnResponse_0 = (
+    AddPartitionsToTxnResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        (
+            'results_by_topic_v3_and_below',
+            205,
+            _N_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_0,
+        ),
+    ),
+    (),
+    (('error_code', 0, 0), ('results_by_transaction', 2, None)),
+)
+_N_AddPartitionsToTxnResponse_1 = (
+    AddPartitionsToTxnResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        (
+            'results_by_topic_v3_and_below',
+            237,
+            _N_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_1,
+        ),
+    ),
+    (),
+    (('error_code', 0, 0), ('results_by_transaction', 2, None)),
+)
+_N_AddPartitionsToTxnResponse_2 = (
+    AddPartitionsToTxnResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('results_by_transaction', 237, _N_AddPartitionsToTxnResponse__AddPartitionsToTxnResult_0),
+    ),
+    (),
+    (('results_by_topic_v3_and_below', 2, None),),
+)
+AddPartitionsToTxnResponse._LAYOUTS = {
+    0: _N_AddPartitionsToTxnResponse_0,
+    1: _N_AddPartitionsToTxnResponse_0,
+    2: _N_AddPartitionsToTxnResponse_0,
+    3: _N_AddPartitionsToTxnResponse_1,
+    4: _N_AddPartitionsToTxnResponse_2,
+    5: _N_AddPartitionsToTxnResponse_2,
+}
+
+codec_path.install(AddPartitionsToTxnRequest, AddPartitionsToTxnResponse)

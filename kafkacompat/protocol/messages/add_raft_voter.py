@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -497,6 +497,41 @@ _C_Request__Listener._FIELDS = (
 )
 AddRaftVoterRequest._READERS = {0: _r_AddRaftVoterRequest_0, 1: _r_AddRaftVoterRequest_1}
 AddRaftVoterRequest._WRITERS = {0: _w_AddRaftVoterRequest_0, 1: _w_AddRaftVoterRequest_1}
+_N_AddRaftVoterRequest__Listener_0 = (
+    _C_Request__Listener,
+    True,
+    (('name', 43, None), ('host', 43, None), ('port', 37, None)),
+    (),
+    (),
+)
+_N_AddRaftVoterRequest_0 = (
+    AddRaftVoterRequest,
+    True,
+    (
+        ('cluster_id', 59, None),
+        ('timeout_ms', 35, None),
+        ('voter_id', 35, None),
+        ('voter_directory_id', 42, None),
+        ('listeners', 237, _N_AddRaftVoterRequest__Listener_0),
+    ),
+    (),
+    (('ack_when_committed', 0, True),),
+)
+_N_AddRaftVoterRequest_1 = (
+    AddRaftVoterRequest,
+    True,
+    (
+        ('cluster_id', 59, None),
+        ('timeout_ms', 35, None),
+        ('voter_id', 35, None),
+        ('voter_directory_id', 42, None),
+        ('listeners', 237, _N_AddRaftVoterRequest__Listener_0),
+        ('ack_when_committed', 32, None),
+    ),
+    (),
+    (),
+)
+AddRaftVoterRequest._LAYOUTS = {0: _N_AddRaftVoterRequest_0, 1: _N_AddRaftVoterRequest_1}
 
 
 AddRaftVoterResponse._FIELDS = (
@@ -516,3 +551,13 @@ AddRaftVoterResponse._FIELDS = (
 )
 AddRaftVoterResponse._READERS = {0: _r_AddRaftVoterResponse_0, 1: _r_AddRaftVoterResponse_0}
 AddRaftVoterResponse._WRITERS = {0: _w_AddRaftVoterResponse_0, 1: _w_AddRaftVoterResponse_0}
+_N_AddRaftVoterResponse_0 = (
+    AddRaftVoterResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('error_code', 34, None), ('error_message', 59, None)),
+    (),
+    (),
+)
+AddRaftVoterResponse._LAYOUTS = {0: _N_AddRaftVoterResponse_0, 1: _N_AddRaftVoterResponse_0}
+
+codec_path.install(AddRaftVoterRequest, AddRaftVoterResponse)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
@@ -149,6 +149,14 @@ AllocateProducerIdsRequest._FIELDS = (
 )
 AllocateProducerIdsRequest._READERS = {0: _r_AllocateProducerIdsRequest_0}
 AllocateProducerIdsRequest._WRITERS = {0: _w_AllocateProducerIdsRequest_0}
+_N_AllocateProducerIdsRequest_0 = (
+    AllocateProducerIdsRequest,
+    True,
+    (('broker_id', 35, None), ('broker_epoch', 36, None)),
+    (),
+    (),
+)
+AllocateProducerIdsRequest._LAYOUTS = {0: _N_AllocateProducerIdsRequest_0}
 
 
 AllocateProducerIdsResponse._FIELDS = (
@@ -159,3 +167,18 @@ AllocateProducerIdsResponse._FIELDS = (
 )
 AllocateProducerIdsResponse._READERS = {0: _r_AllocateProducerIdsResponse_0}
 AllocateProducerIdsResponse._WRITERS = {0: _w_AllocateProducerIdsResponse_0}
+_N_AllocateProducerIdsResponse_0 = (
+    AllocateProducerIdsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('producer_id_start', 36, None),
+        ('producer_id_len', 35, None),
+    ),
+    (),
+    (),
+)
+AllocateProducerIdsResponse._LAYOUTS = {0: _N_AllocateProducerIdsResponse_0}
+
+codec_path.install(AllocateProducerIdsRequest, AllocateProducerIdsResponse)

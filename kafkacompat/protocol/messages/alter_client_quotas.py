@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -911,6 +911,69 @@ _C_Request__EntryData._FIELDS = (
 )
 AlterClientQuotasRequest._READERS = {0: _r_AlterClientQuotasRequest_0, 1: _r_AlterClientQuotasRequest_1}
 AlterClientQuotasRequest._WRITERS = {0: _w_AlterClientQuotasRequest_0, 1: _w_AlterClientQuotasRequest_1}
+_N_AlterClientQuotasRequest__EntityData_0 = (
+    _C_Request__EntityData,
+    False,
+    (('entity_type', 11, None), ('entity_name', 27, None)),
+    (),
+    (),
+)
+_N_AlterClientQuotasRequest__EntityData_1 = (
+    _C_Request__EntityData,
+    True,
+    (('entity_type', 43, None), ('entity_name', 59, None)),
+    (),
+    (),
+)
+_N_AlterClientQuotasRequest__OpData_0 = (
+    _C_Request__OpData,
+    False,
+    (('key', 11, None), ('value', 7, None), ('remove', 0, None)),
+    (),
+    (),
+)
+_N_AlterClientQuotasRequest__OpData_1 = (
+    _C_Request__OpData,
+    True,
+    (('key', 43, None), ('value', 39, None), ('remove', 32, None)),
+    (),
+    (),
+)
+_N_AlterClientQuotasRequest__EntryData_0 = (
+    _C_Request__EntryData,
+    False,
+    (
+        ('entity', 77, _N_AlterClientQuotasRequest__EntityData_0),
+        ('ops', 77, _N_AlterClientQuotasRequest__OpData_0),
+    ),
+    (),
+    (),
+)
+_N_AlterClientQuotasRequest__EntryData_1 = (
+    _C_Request__EntryData,
+    True,
+    (
+        ('entity', 109, _N_AlterClientQuotasRequest__EntityData_1),
+        ('ops', 109, _N_AlterClientQuotasRequest__OpData_1),
+    ),
+    (),
+    (),
+)
+_N_AlterClientQuotasRequest_0 = (
+    AlterClientQuotasRequest,
+    False,
+    (('entries', 77, _N_AlterClientQuotasRequest__EntryData_0), ('validate_only', 0, None)),
+    (),
+    (),
+)
+_N_AlterClientQuotasRequest_1 = (
+    AlterClientQuotasRequest,
+    True,
+    (('entries', 109, _N_AlterClientQuotasRequest__EntryData_1), ('validate_only', 32, None)),
+    (),
+    (),
+)
+AlterClientQuotasRequest._LAYOUTS = {0: _N_AlterClientQuotasRequest_0, 1: _N_AlterClientQuotasRequest_1}
 
 _C_Response__EntityData = AlterClientQuotasResponse.EntityData
 _C_Response__EntryData = AlterClientQuotasResponse.EntryData
@@ -970,3 +1033,56 @@ _C_Response__EntryData._FIELDS = (
 )
 AlterClientQuotasResponse._READERS = {0: _r_AlterClientQuotasResponse_0, 1: _r_AlterClientQuotasResponse_1}
 AlterClientQuotasResponse._WRITERS = {0: _w_AlterClientQuotasResponse_0, 1: _w_AlterClientQuotasResponse_1}
+_N_AlterClientQuotasResponse__EntityData_0 = (
+    _C_Response__EntityData,
+    False,
+    (('entity_type', 11, None), ('entity_name', 27, None)),
+    (),
+    (),
+)
+_N_AlterClientQuotasResponse__EntityData_1 = (
+    _C_Response__EntityData,
+    True,
+    (('entity_type', 43, None), ('entity_name', 59, None)),
+    (),
+    (),
+)
+_N_AlterClientQuotasResponse__EntryData_0 = (
+    _C_Response__EntryData,
+    False,
+    (
+        ('error_code', 2, None),
+        ('error_message', 27, None),
+        ('entity', 77, _N_AlterClientQuotasResponse__EntityData_0),
+    ),
+    (),
+    (),
+)
+_N_AlterClientQuotasResponse__EntryData_1 = (
+    _C_Response__EntryData,
+    True,
+    (
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('entity', 109, _N_AlterClientQuotasResponse__EntityData_1),
+    ),
+    (),
+    (),
+)
+_N_AlterClientQuotasResponse_0 = (
+    AlterClientQuotasResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('entries', 77, _N_AlterClientQuotasResponse__EntryData_0)),
+    (),
+    (),
+)
+_N_AlterClientQuotasResponse_1 = (
+    AlterClientQuotasResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('entries', 109, _N_AlterClientQuotasResponse__EntryData_1)),
+    (),
+    (),
+)
+AlterClientQuotasResponse._LAYOUTS = {0: _N_AlterClientQuotasResponse_0, 1: _N_AlterClientQuotasResponse_1}
+
+codec_path.install(AlterClientQuotasRequest, AlterClientQuotasResponse)

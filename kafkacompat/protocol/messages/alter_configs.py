@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -714,6 +714,61 @@ AlterConfigsRequest._WRITERS = {
     1: _w_AlterConfigsRequest_0,
     2: _w_AlterConfigsRequest_1,
 }
+_N_AlterConfigsRequest__AlterableConfig_0 = (
+    _C_Request__AlterableConfig,
+    False,
+    (('name', 11, None), ('value', 27, None)),
+    (),
+    (),
+)
+_N_AlterConfigsRequest__AlterableConfig_1 = (
+    _C_Request__AlterableConfig,
+    True,
+    (('name', 43, None), ('value', 59, None)),
+    (),
+    (),
+)
+_N_AlterConfigsRequest__AlterConfigsResource_0 = (
+    _C_Request__AlterConfigsResource,
+    False,
+    (
+        ('resource_type', 1, None),
+        ('resource_name', 11, None),
+        ('configs', 205, _N_AlterConfigsRequest__AlterableConfig_0),
+    ),
+    (),
+    (),
+)
+_N_AlterConfigsRequest__AlterConfigsResource_1 = (
+    _C_Request__AlterConfigsResource,
+    True,
+    (
+        ('resource_type', 33, None),
+        ('resource_name', 43, None),
+        ('configs', 237, _N_AlterConfigsRequest__AlterableConfig_1),
+    ),
+    (),
+    (),
+)
+_N_AlterConfigsRequest_0 = (
+    AlterConfigsRequest,
+    False,
+    (('resources', 205, _N_AlterConfigsRequest__AlterConfigsResource_0), ('validate_only', 0, None)),
+    (),
+    (),
+)
+_N_AlterConfigsRequest_1 = (
+    AlterConfigsRequest,
+    True,
+    (('resources', 237, _N_AlterConfigsRequest__AlterConfigsResource_1), ('validate_only', 32, None)),
+    (),
+    (),
+)
+AlterConfigsRequest._LAYOUTS = {
+    0: _N_AlterConfigsRequest_0,
+    1: _N_AlterConfigsRequest_0,
+    2: _N_AlterConfigsRequest_1,
+}
 
 _C_Response__AlterConfigsResourceResponse = AlterConfigsResponse.AlterConfigsResourceResponse
 
@@ -757,3 +812,54 @@ AlterConfigsResponse._WRITERS = {
     1: _w_AlterConfigsResponse_0,
     2: _w_AlterConfigsResponse_1,
 }
+_N_AlterConfigsResponse__AlterConfigsResourceResponse_0 = (
+    _C_Response__AlterConfigsResourceResponse,
+    False,
+    (
+        ('error_code', 2, None),
+        ('error_message', 27, None),
+        ('resource_type', 1, None),
+        ('resource_name', 11, None),
+    ),
+    (),
+    (),
+)
+_N_AlterConfigsResponse__AlterConfigsResourceResponse_1 = (
+    _C_Response__AlterConfigsResourceResponse,
+    True,
+    (
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('resource_type', 33, None),
+        ('resource_name', 43, None),
+    ),
+    (),
+    (),
+)
+_N_AlterConfigsResponse_0 = (
+    AlterConfigsResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('responses', 77, _N_AlterConfigsResponse__AlterConfigsResourceResponse_0),
+    ),
+    (),
+    (),
+)
+_N_AlterConfigsResponse_1 = (
+    AlterConfigsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('responses', 109, _N_AlterConfigsResponse__AlterConfigsResourceResponse_1),
+    ),
+    (),
+    (),
+)
+AlterConfigsResponse._LAYOUTS = {
+    0: _N_AlterConfigsResponse_0,
+    1: _N_AlterConfigsResponse_0,
+    2: _N_AlterConfigsResponse_1,
+}
+
+codec_path.install(AlterConfigsRequest, AlterConfigsResponse)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1703,6 +1703,129 @@ AlterPartitionRequest._WRITERS = {
     2: _w_AlterPartitionRequest_2,
     3: _w_AlterPartitionRequest_3,
 }
+_N_AlterPartitionRequest__BrokerState_0 = (
+    _C_Request__BrokerState,
+    True,
+    (('broker_id', 35, None), ('broker_epoch', 36, None)),
+    (),
+    (),
+)
+_N_AlterPartitionRequest__PartitionData_0 = (
+    _C_Request__PartitionData,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('leader_epoch', 35, None),
+        ('new_isr', 99, None),
+        ('partition_epoch', 35, None),
+    ),
+    (),
+    (('new_isr_with_epochs', 1, None), ('leader_recovery_state', 0, 0)),
+)
+_N_AlterPartitionRequest__PartitionData_1 = (
+    _C_Request__PartitionData,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('leader_epoch', 35, None),
+        ('new_isr', 99, None),
+        ('leader_recovery_state', 33, None),
+        ('partition_epoch', 35, None),
+    ),
+    (),
+    (('new_isr_with_epochs', 1, None),),
+)
+_N_AlterPartitionRequest__PartitionData_2 = (
+    _C_Request__PartitionData,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('leader_epoch', 35, None),
+        ('new_isr_with_epochs', 109, _N_AlterPartitionRequest__BrokerState_0),
+        ('leader_recovery_state', 33, None),
+        ('partition_epoch', 35, None),
+    ),
+    (),
+    (('new_isr', 1, None),),
+)
+_N_AlterPartitionRequest__TopicData_0 = (
+    _C_Request__TopicData,
+    True,
+    (('topic_name', 43, None), ('partitions', 109, _N_AlterPartitionRequest__PartitionData_0)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_AlterPartitionRequest__TopicData_1 = (
+    _C_Request__TopicData,
+    True,
+    (('topic_name', 43, None), ('partitions', 109, _N_AlterPartitionRequest__PartitionData_1)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_AlterPartitionRequest__TopicData_2 = (
+    _C_Request__TopicData,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_AlterPartitionRequest__PartitionData_1)),
+    (),
+    (('topic_name', 0, ""),),
+)
+_N_AlterPartitionRequest__TopicData_3 = (
+    _C_Request__TopicData,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_AlterPartitionRequest__PartitionData_2)),
+    (),
+    (('topic_name', 0, ""),),
+)
+_N_AlterPartitionRequest_0 = (
+    AlterPartitionRequest,
+    True,
+    (
+        ('broker_id', 35, None),
+        ('broker_epoch', 36, None),
+        ('topics', 109, _N_AlterPartitionRequest__TopicData_0),
+    ),
+    (),
+    (),
+)
+_N_AlterPartitionRequest_1 = (
+    AlterPartitionRequest,
+    True,
+    (
+        ('broker_id', 35, None),
+        ('broker_epoch', 36, None),
+        ('topics', 109, _N_AlterPartitionRequest__TopicData_1),
+    ),
+    (),
+    (),
+)
+_N_AlterPartitionRequest_2 = (
+    AlterPartitionRequest,
+    True,
+    (
+        ('broker_id', 35, None),
+        ('broker_epoch', 36, None),
+        ('topics', 109, _N_AlterPartitionRequest__TopicData_2),
+    ),
+    (),
+    (),
+)
+_N_AlterPartitionRequest_3 = (
+    AlterPartitionRequest,
+    True,
+    (
+        ('broker_id', 35, None),
+        ('broker_epoch', 36, None),
+        ('topics', 109, _N_AlterPartitionRequest__TopicData_3),
+    ),
+    (),
+    (),
+)
+AlterPartitionRequest._LAYOUTS = {
+    0: _N_AlterPartitionRequest_0,
+    1: _N_AlterPartitionRequest_1,
+    2: _N_AlterPartitionRequest_2,
+    3: _N_AlterPartitionRequest_3,
+}
 
 _C_Response__PartitionData = AlterPartitionResponse.PartitionData
 _C_Response__TopicData = AlterPartitionResponse.TopicData
@@ -1758,3 +1881,94 @@ AlterPartitionResponse._WRITERS = {
     2: _w_AlterPartitionResponse_2,
     3: _w_AlterPartitionResponse_2,
 }
+_N_AlterPartitionResponse__PartitionData_0 = (
+    _C_Response__PartitionData,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('error_code', 34, None),
+        ('leader_id', 35, None),
+        ('leader_epoch', 35, None),
+        ('isr', 99, None),
+        ('partition_epoch', 35, None),
+    ),
+    (),
+    (('leader_recovery_state', 0, 0),),
+)
+_N_AlterPartitionResponse__PartitionData_1 = (
+    _C_Response__PartitionData,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('error_code', 34, None),
+        ('leader_id', 35, None),
+        ('leader_epoch', 35, None),
+        ('isr', 99, None),
+        ('leader_recovery_state', 33, None),
+        ('partition_epoch', 35, None),
+    ),
+    (),
+    (),
+)
+_N_AlterPartitionResponse__TopicData_0 = (
+    _C_Response__TopicData,
+    True,
+    (('topic_name', 43, None), ('partitions', 109, _N_AlterPartitionResponse__PartitionData_0)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_AlterPartitionResponse__TopicData_1 = (
+    _C_Response__TopicData,
+    True,
+    (('topic_name', 43, None), ('partitions', 109, _N_AlterPartitionResponse__PartitionData_1)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_AlterPartitionResponse__TopicData_2 = (
+    _C_Response__TopicData,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_AlterPartitionResponse__PartitionData_1)),
+    (),
+    (('topic_name', 0, ""),),
+)
+_N_AlterPartitionResponse_0 = (
+    AlterPartitionResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('topics', 109, _N_AlterPartitionResponse__TopicData_0),
+    ),
+    (),
+    (),
+)
+_N_AlterPartitionResponse_1 = (
+    AlterPartitionResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('topics', 109, _N_AlterPartitionResponse__TopicData_1),
+    ),
+    (),
+    (),
+)
+_N_AlterPartitionResponse_2 = (
+    AlterPartitionResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('topics', 109, _N_AlterPartitionResponse__TopicData_2),
+    ),
+    (),
+    (),
+)
+AlterPartitionResponse._LAYOUTS = {
+    0: _N_AlterPartitionResponse_0,
+    1: _N_AlterPartitionResponse_1,
+    2: _N_AlterPartitionResponse_2,
+    3: _N_AlterPartitionResponse_2,
+}
+
+codec_path.install(AlterPartitionRequest, AlterPartitionResponse)

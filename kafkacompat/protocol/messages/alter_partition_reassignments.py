@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -941,6 +941,42 @@ AlterPartitionReassignmentsRequest._WRITERS = {
     0: _w_AlterPartitionReassignmentsRequest_0,
     1: _w_AlterPartitionReassignmentsRequest_1,
 }
+_N_AlterPartitionReassignmentsRequest__ReassignablePartition_0 = (
+    _C_Request__ReassignablePartition,
+    True,
+    (('partition_index', 35, None), ('replicas', 115, None)),
+    (),
+    (),
+)
+_N_AlterPartitionReassignmentsRequest__ReassignableTopic_0 = (
+    _C_Request__ReassignableTopic,
+    True,
+    (('name', 43, None), ('partitions', 109, _N_AlterPartitionReassignmentsRequest__ReassignablePartition_0)),
+    (),
+    (),
+)
+_N_AlterPartitionReassignmentsRequest_0 = (
+    AlterPartitionReassignmentsRequest,
+    True,
+    (('timeout_ms', 35, None), ('topics', 109, _N_AlterPartitionReassignmentsRequest__ReassignableTopic_0)),
+    (),
+    (('allow_replication_factor_change', 0, True),),
+)
+_N_AlterPartitionReassignmentsRequest_1 = (
+    AlterPartitionReassignmentsRequest,
+    True,
+    (
+        ('timeout_ms', 35, None),
+        ('allow_replication_factor_change', 32, None),
+        ('topics', 109, _N_AlterPartitionReassignmentsRequest__ReassignableTopic_0),
+    ),
+    (),
+    (),
+)
+AlterPartitionReassignmentsRequest._LAYOUTS = {
+    0: _N_AlterPartitionReassignmentsRequest_0,
+    1: _N_AlterPartitionReassignmentsRequest_1,
+}
 
 _C_Response__ReassignablePartitionResponse = AlterPartitionReassignmentsResponse.ReassignablePartitionResponse
 _C_Response__ReassignableTopicResponse = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
@@ -1019,3 +1055,51 @@ AlterPartitionReassignmentsResponse._WRITERS = {
     0: _w_AlterPartitionReassignmentsResponse_0,
     1: _w_AlterPartitionReassignmentsResponse_1,
 }
+_N_AlterPartitionReassignmentsResponse__ReassignablePartitionResponse_0 = (
+    _C_Response__ReassignablePartitionResponse,
+    True,
+    (('partition_index', 35, None), ('error_code', 34, None), ('error_message', 59, None)),
+    (),
+    (),
+)
+_N_AlterPartitionReassignmentsResponse__ReassignableTopicResponse_0 = (
+    _C_Response__ReassignableTopicResponse,
+    True,
+    (
+        ('name', 43, None),
+        ('partitions', 109, _N_AlterPartitionReassignmentsResponse__ReassignablePartitionResponse_0),
+    ),
+    (),
+    (),
+)
+_N_AlterPartitionReassignmentsResponse_0 = (
+    AlterPartitionReassignmentsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('responses', 109, _N_AlterPartitionReassignmentsResponse__ReassignableTopicResponse_0),
+    ),
+    (),
+    (('allow_replication_factor_change', 0, True),),
+)
+_N_AlterPartitionReassignmentsResponse_1 = (
+    AlterPartitionReassignmentsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('allow_replication_factor_change', 32, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('responses', 109, _N_AlterPartitionReassignmentsResponse__ReassignableTopicResponse_0),
+    ),
+    (),
+    (),
+)
+AlterPartitionReassignmentsResponse._LAYOUTS = {
+    0: _N_AlterPartitionReassignmentsResponse_0,
+    1: _N_AlterPartitionReassignmentsResponse_1,
+}
+
+codec_path.install(AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse)

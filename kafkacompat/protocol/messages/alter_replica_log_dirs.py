@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -807,6 +807,53 @@ AlterReplicaLogDirsRequest._WRITERS = {
     1: _w_AlterReplicaLogDirsRequest_0,
     2: _w_AlterReplicaLogDirsRequest_1,
 }
+_N_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic_0 = (
+    _C_Request__AlterReplicaLogDirTopic,
+    False,
+    (('name', 11, None), ('partitions', 67, None)),
+    (),
+    (),
+)
+_N_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic_1 = (
+    _C_Request__AlterReplicaLogDirTopic,
+    True,
+    (('name', 43, None), ('partitions', 99, None)),
+    (),
+    (),
+)
+_N_AlterReplicaLogDirsRequest__AlterReplicaLogDir_0 = (
+    _C_Request__AlterReplicaLogDir,
+    False,
+    (('path', 11, None), ('topics', 205, _N_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic_0)),
+    (),
+    (),
+)
+_N_AlterReplicaLogDirsRequest__AlterReplicaLogDir_1 = (
+    _C_Request__AlterReplicaLogDir,
+    True,
+    (('path', 43, None), ('topics', 237, _N_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic_1)),
+    (),
+    (),
+)
+_N_AlterReplicaLogDirsRequest_0 = (
+    AlterReplicaLogDirsRequest,
+    False,
+    (('dirs', 205, _N_AlterReplicaLogDirsRequest__AlterReplicaLogDir_0),),
+    (),
+    (),
+)
+_N_AlterReplicaLogDirsRequest_1 = (
+    AlterReplicaLogDirsRequest,
+    True,
+    (('dirs', 237, _N_AlterReplicaLogDirsRequest__AlterReplicaLogDir_1),),
+    (),
+    (),
+)
+AlterReplicaLogDirsRequest._LAYOUTS = {
+    0: _N_AlterReplicaLogDirsRequest_0,
+    1: _N_AlterReplicaLogDirsRequest_0,
+    2: _N_AlterReplicaLogDirsRequest_1,
+}
 
 _C_Response__AlterReplicaLogDirPartitionResult = AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult
 _C_Response__AlterReplicaLogDirTopicResult = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
@@ -853,3 +900,64 @@ AlterReplicaLogDirsResponse._WRITERS = {
     1: _w_AlterReplicaLogDirsResponse_0,
     2: _w_AlterReplicaLogDirsResponse_1,
 }
+_N_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_0 = (
+    _C_Response__AlterReplicaLogDirPartitionResult,
+    False,
+    (('partition_index', 3, None), ('error_code', 2, None)),
+    (),
+    (),
+)
+_N_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_1 = (
+    _C_Response__AlterReplicaLogDirPartitionResult,
+    True,
+    (('partition_index', 35, None), ('error_code', 34, None)),
+    (),
+    (),
+)
+_N_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_0 = (
+    _C_Response__AlterReplicaLogDirTopicResult,
+    False,
+    (
+        ('topic_name', 11, None),
+        ('partitions', 77, _N_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_0),
+    ),
+    (),
+    (),
+)
+_N_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_1 = (
+    _C_Response__AlterReplicaLogDirTopicResult,
+    True,
+    (
+        ('topic_name', 43, None),
+        ('partitions', 109, _N_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_1),
+    ),
+    (),
+    (),
+)
+_N_AlterReplicaLogDirsResponse_0 = (
+    AlterReplicaLogDirsResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('results', 77, _N_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_0),
+    ),
+    (),
+    (),
+)
+_N_AlterReplicaLogDirsResponse_1 = (
+    AlterReplicaLogDirsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('results', 109, _N_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_1),
+    ),
+    (),
+    (),
+)
+AlterReplicaLogDirsResponse._LAYOUTS = {
+    0: _N_AlterReplicaLogDirsResponse_0,
+    1: _N_AlterReplicaLogDirsResponse_0,
+    2: _N_AlterReplicaLogDirsResponse_1,
+}
+
+codec_path.install(AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -594,6 +594,34 @@ _C_Request__AlterShareGroupOffsetsRequestTopic._FIELDS = (
 )
 AlterShareGroupOffsetsRequest._READERS = {0: _r_AlterShareGroupOffsetsRequest_0}
 AlterShareGroupOffsetsRequest._WRITERS = {0: _w_AlterShareGroupOffsetsRequest_0}
+_N_AlterShareGroupOffsetsRequest__AlterShareGroupOffsetsRequestPartition_0 = (
+    _C_Request__AlterShareGroupOffsetsRequestPartition,
+    True,
+    (('partition_index', 35, None), ('start_offset', 36, None)),
+    (),
+    (),
+)
+_N_AlterShareGroupOffsetsRequest__AlterShareGroupOffsetsRequestTopic_0 = (
+    _C_Request__AlterShareGroupOffsetsRequestTopic,
+    True,
+    (
+        ('topic_name', 43, None),
+        ('partitions', 109, _N_AlterShareGroupOffsetsRequest__AlterShareGroupOffsetsRequestPartition_0),
+    ),
+    (),
+    (),
+)
+_N_AlterShareGroupOffsetsRequest_0 = (
+    AlterShareGroupOffsetsRequest,
+    True,
+    (
+        ('group_id', 43, None),
+        ('topics', 237, _N_AlterShareGroupOffsetsRequest__AlterShareGroupOffsetsRequestTopic_0),
+    ),
+    (),
+    (),
+)
+AlterShareGroupOffsetsRequest._LAYOUTS = {0: _N_AlterShareGroupOffsetsRequest_0}
 
 _C_Response__AlterShareGroupOffsetsResponsePartition = (
     AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition
@@ -660,3 +688,36 @@ _C_Response__AlterShareGroupOffsetsResponseTopic._FIELDS = (
 )
 AlterShareGroupOffsetsResponse._READERS = {0: _r_AlterShareGroupOffsetsResponse_0}
 AlterShareGroupOffsetsResponse._WRITERS = {0: _w_AlterShareGroupOffsetsResponse_0}
+_N_AlterShareGroupOffsetsResponse__AlterShareGroupOffsetsResponsePartition_0 = (
+    _C_Response__AlterShareGroupOffsetsResponsePartition,
+    True,
+    (('partition_index', 35, None), ('error_code', 34, None), ('error_message', 59, None)),
+    (),
+    (),
+)
+_N_AlterShareGroupOffsetsResponse__AlterShareGroupOffsetsResponseTopic_0 = (
+    _C_Response__AlterShareGroupOffsetsResponseTopic,
+    True,
+    (
+        ('topic_name', 43, None),
+        ('topic_id', 42, None),
+        ('partitions', 109, _N_AlterShareGroupOffsetsResponse__AlterShareGroupOffsetsResponsePartition_0),
+    ),
+    (),
+    (),
+)
+_N_AlterShareGroupOffsetsResponse_0 = (
+    AlterShareGroupOffsetsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('responses', 237, _N_AlterShareGroupOffsetsResponse__AlterShareGroupOffsetsResponseTopic_0),
+    ),
+    (),
+    (),
+)
+AlterShareGroupOffsetsResponse._LAYOUTS = {0: _N_AlterShareGroupOffsetsResponse_0}
+
+codec_path.install(AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse)

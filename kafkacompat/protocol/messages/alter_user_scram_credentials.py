@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -485,6 +485,37 @@ _C_Request__ScramCredentialUpsertion._FIELDS = (
 )
 AlterUserScramCredentialsRequest._READERS = {0: _r_AlterUserScramCredentialsRequest_0}
 AlterUserScramCredentialsRequest._WRITERS = {0: _w_AlterUserScramCredentialsRequest_0}
+_N_AlterUserScramCredentialsRequest__ScramCredentialDeletion_0 = (
+    _C_Request__ScramCredentialDeletion,
+    True,
+    (('name', 43, None), ('mechanism', 33, None)),
+    (),
+    (),
+)
+_N_AlterUserScramCredentialsRequest__ScramCredentialUpsertion_0 = (
+    _C_Request__ScramCredentialUpsertion,
+    True,
+    (
+        ('name', 43, None),
+        ('mechanism', 33, None),
+        ('iterations', 35, None),
+        ('salt', 44, None),
+        ('salted_password', 44, None),
+    ),
+    (),
+    (),
+)
+_N_AlterUserScramCredentialsRequest_0 = (
+    AlterUserScramCredentialsRequest,
+    True,
+    (
+        ('deletions', 109, _N_AlterUserScramCredentialsRequest__ScramCredentialDeletion_0),
+        ('upsertions', 109, _N_AlterUserScramCredentialsRequest__ScramCredentialUpsertion_0),
+    ),
+    (),
+    (),
+)
+AlterUserScramCredentialsRequest._LAYOUTS = {0: _N_AlterUserScramCredentialsRequest_0}
 
 _C_Response__AlterUserScramCredentialsResult = (
     AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
@@ -521,3 +552,23 @@ _C_Response__AlterUserScramCredentialsResult._FIELDS = (
 )
 AlterUserScramCredentialsResponse._READERS = {0: _r_AlterUserScramCredentialsResponse_0}
 AlterUserScramCredentialsResponse._WRITERS = {0: _w_AlterUserScramCredentialsResponse_0}
+_N_AlterUserScramCredentialsResponse__AlterUserScramCredentialsResult_0 = (
+    _C_Response__AlterUserScramCredentialsResult,
+    True,
+    (('user', 43, None), ('error_code', 34, None), ('error_message', 59, None)),
+    (),
+    (),
+)
+_N_AlterUserScramCredentialsResponse_0 = (
+    AlterUserScramCredentialsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('results', 109, _N_AlterUserScramCredentialsResponse__AlterUserScramCredentialsResult_0),
+    ),
+    (),
+    (),
+)
+AlterUserScramCredentialsResponse._LAYOUTS = {0: _N_AlterUserScramCredentialsResponse_0}
+
+codec_path.install(AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse)

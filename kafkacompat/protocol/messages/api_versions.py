@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -817,6 +817,45 @@ ApiVersionsRequest._WRITERS = {
     4: _w_ApiVersionsRequest_1,
     5: _w_ApiVersionsRequest_2,
 }
+_N_ApiVersionsRequest_0 = (
+    ApiVersionsRequest,
+    False,
+    (),
+    (),
+    (
+        ('client_software_name', 0, ""),
+        ('client_software_version', 0, ""),
+        ('cluster_id', 0, None),
+        ('node_id', 0, -1),
+    ),
+)
+_N_ApiVersionsRequest_1 = (
+    ApiVersionsRequest,
+    True,
+    (('client_software_name', 43, None), ('client_software_version', 43, None)),
+    (),
+    (('cluster_id', 0, None), ('node_id', 0, -1)),
+)
+_N_ApiVersionsRequest_2 = (
+    ApiVersionsRequest,
+    True,
+    (
+        ('client_software_name', 43, None),
+        ('client_software_version', 43, None),
+        ('cluster_id', 59, None),
+        ('node_id', 35, None),
+    ),
+    (),
+    (),
+)
+ApiVersionsRequest._LAYOUTS = {
+    0: _N_ApiVersionsRequest_0,
+    1: _N_ApiVersionsRequest_0,
+    2: _N_ApiVersionsRequest_0,
+    3: _N_ApiVersionsRequest_1,
+    4: _N_ApiVersionsRequest_1,
+    5: _N_ApiVersionsRequest_2,
+}
 
 _C_Response__ApiVersion = ApiVersionsResponse.ApiVersion
 _C_Response__SupportedFeatureKey = ApiVersionsResponse.SupportedFeatureKey
@@ -912,3 +951,86 @@ ApiVersionsResponse._WRITERS = {
     4: _w_ApiVersionsResponse_2,
     5: _w_ApiVersionsResponse_2,
 }
+_N_ApiVersionsResponse__ApiVersion_0 = (
+    _C_Response__ApiVersion,
+    False,
+    (('api_key', 2, None), ('min_version', 2, None), ('max_version', 2, None)),
+    (),
+    (),
+)
+_N_ApiVersionsResponse__ApiVersion_1 = (
+    _C_Response__ApiVersion,
+    True,
+    (('api_key', 34, None), ('min_version', 34, None), ('max_version', 34, None)),
+    (),
+    (),
+)
+_N_ApiVersionsResponse__SupportedFeatureKey_0 = (
+    _C_Response__SupportedFeatureKey,
+    True,
+    (('name', 43, None), ('min_version', 34, None), ('max_version', 34, None)),
+    (),
+    (),
+)
+_N_ApiVersionsResponse__FinalizedFeatureKey_0 = (
+    _C_Response__FinalizedFeatureKey,
+    True,
+    (('name', 43, None), ('max_version_level', 34, None), ('min_version_level', 34, None)),
+    (),
+    (),
+)
+_N_ApiVersionsResponse_0 = (
+    ApiVersionsResponse,
+    False,
+    (('error_code', 2, None), ('api_keys', 205, _N_ApiVersionsResponse__ApiVersion_0)),
+    (),
+    (
+        ('throttle_time_ms', 0, 0),
+        ('supported_features', 2, None),
+        ('finalized_features_epoch', 0, -1),
+        ('finalized_features', 2, None),
+        ('zk_migration_ready', 0, False),
+    ),
+)
+_N_ApiVersionsResponse_1 = (
+    ApiVersionsResponse,
+    False,
+    (
+        ('error_code', 2, None),
+        ('api_keys', 205, _N_ApiVersionsResponse__ApiVersion_0),
+        ('throttle_time_ms', 3, None),
+    ),
+    (),
+    (
+        ('supported_features', 2, None),
+        ('finalized_features_epoch', 0, -1),
+        ('finalized_features', 2, None),
+        ('zk_migration_ready', 0, False),
+    ),
+)
+_N_ApiVersionsResponse_2 = (
+    ApiVersionsResponse,
+    True,
+    (
+        ('error_code', 34, None),
+        ('api_keys', 237, _N_ApiVersionsResponse__ApiVersion_1),
+        ('throttle_time_ms', 35, None),
+    ),
+    (
+        (0, 'supported_features', 237, _N_ApiVersionsResponse__SupportedFeatureKey_0, 2, None),
+        (1, 'finalized_features_epoch', 36, None, 0, -1),
+        (2, 'finalized_features', 237, _N_ApiVersionsResponse__FinalizedFeatureKey_0, 2, None),
+        (3, 'zk_migration_ready', 32, None, 0, False),
+    ),
+    (),
+)
+ApiVersionsResponse._LAYOUTS = {
+    0: _N_ApiVersionsResponse_0,
+    1: _N_ApiVersionsResponse_1,
+    2: _N_ApiVersionsResponse_1,
+    3: _N_ApiVersionsResponse_2,
+    4: _N_ApiVersionsResponse_2,
+    5: _N_ApiVersionsResponse_2,
+}
+
+codec_path.install(ApiVersionsRequest, ApiVersionsResponse)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -680,6 +680,39 @@ _C_Request__DirectoryData._FIELDS = (
 )
 AssignReplicasToDirsRequest._READERS = {0: _r_AssignReplicasToDirsRequest_0}
 AssignReplicasToDirsRequest._WRITERS = {0: _w_AssignReplicasToDirsRequest_0}
+_N_AssignReplicasToDirsRequest__PartitionData_0 = (
+    _C_Request__PartitionData,
+    True,
+    (('partition_index', 35, None),),
+    (),
+    (),
+)
+_N_AssignReplicasToDirsRequest__TopicData_0 = (
+    _C_Request__TopicData,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_AssignReplicasToDirsRequest__PartitionData_0)),
+    (),
+    (),
+)
+_N_AssignReplicasToDirsRequest__DirectoryData_0 = (
+    _C_Request__DirectoryData,
+    True,
+    (('id', 42, None), ('topics', 109, _N_AssignReplicasToDirsRequest__TopicData_0)),
+    (),
+    (),
+)
+_N_AssignReplicasToDirsRequest_0 = (
+    AssignReplicasToDirsRequest,
+    True,
+    (
+        ('broker_id', 35, None),
+        ('broker_epoch', 36, None),
+        ('directories', 109, _N_AssignReplicasToDirsRequest__DirectoryData_0),
+    ),
+    (),
+    (),
+)
+AssignReplicasToDirsRequest._LAYOUTS = {0: _N_AssignReplicasToDirsRequest_0}
 
 _C_Response__PartitionData = AssignReplicasToDirsResponse.PartitionData
 _C_Response__TopicData = AssignReplicasToDirsResponse.TopicData
@@ -734,3 +767,38 @@ _C_Response__DirectoryData._FIELDS = (
 )
 AssignReplicasToDirsResponse._READERS = {0: _r_AssignReplicasToDirsResponse_0}
 AssignReplicasToDirsResponse._WRITERS = {0: _w_AssignReplicasToDirsResponse_0}
+_N_AssignReplicasToDirsResponse__PartitionData_0 = (
+    _C_Response__PartitionData,
+    True,
+    (('partition_index', 35, None), ('error_code', 34, None)),
+    (),
+    (),
+)
+_N_AssignReplicasToDirsResponse__TopicData_0 = (
+    _C_Response__TopicData,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_AssignReplicasToDirsResponse__PartitionData_0)),
+    (),
+    (),
+)
+_N_AssignReplicasToDirsResponse__DirectoryData_0 = (
+    _C_Response__DirectoryData,
+    True,
+    (('id', 42, None), ('topics', 109, _N_AssignReplicasToDirsResponse__TopicData_0)),
+    (),
+    (),
+)
+_N_AssignReplicasToDirsResponse_0 = (
+    AssignReplicasToDirsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('directories', 109, _N_AssignReplicasToDirsResponse__DirectoryData_0),
+    ),
+    (),
+    (),
+)
+AssignReplicasToDirsResponse._LAYOUTS = {0: _N_AssignReplicasToDirsResponse_0}
+
+codec_path.install(AssignReplicasToDirsRequest, AssignReplicasToDirsResponse)

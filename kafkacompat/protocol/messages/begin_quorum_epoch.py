@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1084,6 +1084,66 @@ _C_Request__LeaderEndpoint._FIELDS = (
 )
 BeginQuorumEpochRequest._READERS = {0: _r_BeginQuorumEpochRequest_0, 1: _r_BeginQuorumEpochRequest_1}
 BeginQuorumEpochRequest._WRITERS = {0: _w_BeginQuorumEpochRequest_0, 1: _w_BeginQuorumEpochRequest_1}
+_N_BeginQuorumEpochRequest__PartitionData_0 = (
+    _C_Request__PartitionData,
+    False,
+    (('partition_index', 3, None), ('leader_id', 3, None), ('leader_epoch', 3, None)),
+    (),
+    (('voter_directory_id', 4, None),),
+)
+_N_BeginQuorumEpochRequest__PartitionData_1 = (
+    _C_Request__PartitionData,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('voter_directory_id', 42, None),
+        ('leader_id', 35, None),
+        ('leader_epoch', 35, None),
+    ),
+    (),
+    (),
+)
+_N_BeginQuorumEpochRequest__TopicData_0 = (
+    _C_Request__TopicData,
+    False,
+    (('topic_name', 11, None), ('partitions', 77, _N_BeginQuorumEpochRequest__PartitionData_0)),
+    (),
+    (),
+)
+_N_BeginQuorumEpochRequest__TopicData_1 = (
+    _C_Request__TopicData,
+    True,
+    (('topic_name', 43, None), ('partitions', 109, _N_BeginQuorumEpochRequest__PartitionData_1)),
+    (),
+    (),
+)
+_N_BeginQuorumEpochRequest__LeaderEndpoint_0 = (
+    _C_Request__LeaderEndpoint,
+    True,
+    (('name', 43, None), ('host', 43, None), ('port', 37, None)),
+    (),
+    (),
+)
+_N_BeginQuorumEpochRequest_0 = (
+    BeginQuorumEpochRequest,
+    False,
+    (('cluster_id', 27, None), ('topics', 77, _N_BeginQuorumEpochRequest__TopicData_0)),
+    (),
+    (('voter_id', 0, -1), ('leader_endpoints', 2, None)),
+)
+_N_BeginQuorumEpochRequest_1 = (
+    BeginQuorumEpochRequest,
+    True,
+    (
+        ('cluster_id', 59, None),
+        ('voter_id', 35, None),
+        ('topics', 109, _N_BeginQuorumEpochRequest__TopicData_1),
+        ('leader_endpoints', 237, _N_BeginQuorumEpochRequest__LeaderEndpoint_0),
+    ),
+    (),
+    (),
+)
+BeginQuorumEpochRequest._LAYOUTS = {0: _N_BeginQuorumEpochRequest_0, 1: _N_BeginQuorumEpochRequest_1}
 
 _C_Response__PartitionData = BeginQuorumEpochResponse.PartitionData
 _C_Response__TopicData = BeginQuorumEpochResponse.TopicData
@@ -1141,3 +1201,65 @@ _C_Response__NodeEndpoint._FIELDS = (
 )
 BeginQuorumEpochResponse._READERS = {0: _r_BeginQuorumEpochResponse_0, 1: _r_BeginQuorumEpochResponse_1}
 BeginQuorumEpochResponse._WRITERS = {0: _w_BeginQuorumEpochResponse_0, 1: _w_BeginQuorumEpochResponse_1}
+_N_BeginQuorumEpochResponse__PartitionData_0 = (
+    _C_Response__PartitionData,
+    False,
+    (
+        ('partition_index', 3, None),
+        ('error_code', 2, None),
+        ('leader_id', 3, None),
+        ('leader_epoch', 3, None),
+    ),
+    (),
+    (),
+)
+_N_BeginQuorumEpochResponse__PartitionData_1 = (
+    _C_Response__PartitionData,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('error_code', 34, None),
+        ('leader_id', 35, None),
+        ('leader_epoch', 35, None),
+    ),
+    (),
+    (),
+)
+_N_BeginQuorumEpochResponse__TopicData_0 = (
+    _C_Response__TopicData,
+    False,
+    (('topic_name', 11, None), ('partitions', 77, _N_BeginQuorumEpochResponse__PartitionData_0)),
+    (),
+    (),
+)
+_N_BeginQuorumEpochResponse__TopicData_1 = (
+    _C_Response__TopicData,
+    True,
+    (('topic_name', 43, None), ('partitions', 109, _N_BeginQuorumEpochResponse__PartitionData_1)),
+    (),
+    (),
+)
+_N_BeginQuorumEpochResponse__NodeEndpoint_0 = (
+    _C_Response__NodeEndpoint,
+    True,
+    (('node_id', 35, None), ('host', 43, None), ('port', 37, None)),
+    (),
+    (),
+)
+_N_BeginQuorumEpochResponse_0 = (
+    BeginQuorumEpochResponse,
+    False,
+    (('error_code', 2, None), ('topics', 77, _N_BeginQuorumEpochResponse__TopicData_0)),
+    (),
+    (('node_endpoints', 2, None),),
+)
+_N_BeginQuorumEpochResponse_1 = (
+    BeginQuorumEpochResponse,
+    True,
+    (('error_code', 34, None), ('topics', 109, _N_BeginQuorumEpochResponse__TopicData_1)),
+    ((0, 'node_endpoints', 237, _N_BeginQuorumEpochResponse__NodeEndpoint_0, 2, None),),
+    (),
+)
+BeginQuorumEpochResponse._LAYOUTS = {0: _N_BeginQuorumEpochResponse_0, 1: _N_BeginQuorumEpochResponse_1}
+
+codec_path.install(BeginQuorumEpochRequest, BeginQuorumEpochResponse)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -112,3 +112,7 @@ BeginTransactionRecord._FIELDS = (
 )
 BeginTransactionRecord._READERS = {0: _r_BeginTransactionRecord_0}
 BeginTransactionRecord._WRITERS = {0: _w_BeginTransactionRecord_0}
+_N_BeginTransactionRecord_0 = (BeginTransactionRecord, True, (), ((0, 'name', 59, None, 0, None),), ())
+BeginTransactionRecord._LAYOUTS = {0: _N_BeginTransactionRecord_0}
+
+codec_path.install(BeginTransactionRecord)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
@@ -466,6 +466,50 @@ BrokerHeartbeatRequest._WRITERS = {
     1: _w_BrokerHeartbeatRequest_1,
     2: _w_BrokerHeartbeatRequest_2,
 }
+_N_BrokerHeartbeatRequest_0 = (
+    BrokerHeartbeatRequest,
+    True,
+    (
+        ('broker_id', 35, None),
+        ('broker_epoch', 36, None),
+        ('current_metadata_offset', 36, None),
+        ('want_fence', 32, None),
+        ('want_shut_down', 32, None),
+    ),
+    (),
+    (('offline_log_dirs', 1, None), ('cordoned_log_dirs', 0, None)),
+)
+_N_BrokerHeartbeatRequest_1 = (
+    BrokerHeartbeatRequest,
+    True,
+    (
+        ('broker_id', 35, None),
+        ('broker_epoch', 36, None),
+        ('current_metadata_offset', 36, None),
+        ('want_fence', 32, None),
+        ('want_shut_down', 32, None),
+    ),
+    ((0, 'offline_log_dirs', 106, None, 1, None),),
+    (('cordoned_log_dirs', 0, None),),
+)
+_N_BrokerHeartbeatRequest_2 = (
+    BrokerHeartbeatRequest,
+    True,
+    (
+        ('broker_id', 35, None),
+        ('broker_epoch', 36, None),
+        ('current_metadata_offset', 36, None),
+        ('want_fence', 32, None),
+        ('want_shut_down', 32, None),
+    ),
+    ((0, 'offline_log_dirs', 106, None, 1, None), (1, 'cordoned_log_dirs', 122, None, 0, None)),
+    (),
+)
+BrokerHeartbeatRequest._LAYOUTS = {
+    0: _N_BrokerHeartbeatRequest_0,
+    1: _N_BrokerHeartbeatRequest_1,
+    2: _N_BrokerHeartbeatRequest_2,
+}
 
 
 BrokerHeartbeatResponse._FIELDS = (
@@ -485,3 +529,23 @@ BrokerHeartbeatResponse._WRITERS = {
     1: _w_BrokerHeartbeatResponse_0,
     2: _w_BrokerHeartbeatResponse_0,
 }
+_N_BrokerHeartbeatResponse_0 = (
+    BrokerHeartbeatResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('is_caught_up', 32, None),
+        ('is_fenced', 32, None),
+        ('should_shut_down', 32, None),
+    ),
+    (),
+    (),
+)
+BrokerHeartbeatResponse._LAYOUTS = {
+    0: _N_BrokerHeartbeatResponse_0,
+    1: _N_BrokerHeartbeatResponse_0,
+    2: _N_BrokerHeartbeatResponse_0,
+}
+
+codec_path.install(BrokerHeartbeatRequest, BrokerHeartbeatResponse)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1163,6 +1163,89 @@ BrokerRegistrationRequest._WRITERS = {
     3: _w_BrokerRegistrationRequest_3,
     4: _w_BrokerRegistrationRequest_3,
 }
+_N_BrokerRegistrationRequest__Listener_0 = (
+    _C_Request__Listener,
+    True,
+    (('name', 43, None), ('host', 43, None), ('port', 37, None), ('security_protocol', 34, None)),
+    (),
+    (),
+)
+_N_BrokerRegistrationRequest__Feature_0 = (
+    _C_Request__Feature,
+    True,
+    (('name', 43, None), ('min_supported_version', 34, None), ('max_supported_version', 34, None)),
+    (),
+    (),
+)
+_N_BrokerRegistrationRequest_0 = (
+    BrokerRegistrationRequest,
+    True,
+    (
+        ('broker_id', 35, None),
+        ('cluster_id', 43, None),
+        ('incarnation_id', 42, None),
+        ('listeners', 237, _N_BrokerRegistrationRequest__Listener_0),
+        ('features', 237, _N_BrokerRegistrationRequest__Feature_0),
+        ('rack', 59, None),
+    ),
+    (),
+    (('is_migrating_zk_broker', 0, False), ('log_dirs', 1, None), ('previous_broker_epoch', 0, -1)),
+)
+_N_BrokerRegistrationRequest_1 = (
+    BrokerRegistrationRequest,
+    True,
+    (
+        ('broker_id', 35, None),
+        ('cluster_id', 43, None),
+        ('incarnation_id', 42, None),
+        ('listeners', 237, _N_BrokerRegistrationRequest__Listener_0),
+        ('features', 237, _N_BrokerRegistrationRequest__Feature_0),
+        ('rack', 59, None),
+        ('is_migrating_zk_broker', 32, None),
+    ),
+    (),
+    (('log_dirs', 1, None), ('previous_broker_epoch', 0, -1)),
+)
+_N_BrokerRegistrationRequest_2 = (
+    BrokerRegistrationRequest,
+    True,
+    (
+        ('broker_id', 35, None),
+        ('cluster_id', 43, None),
+        ('incarnation_id', 42, None),
+        ('listeners', 237, _N_BrokerRegistrationRequest__Listener_0),
+        ('features', 237, _N_BrokerRegistrationRequest__Feature_0),
+        ('rack', 59, None),
+        ('is_migrating_zk_broker', 32, None),
+        ('log_dirs', 106, None),
+    ),
+    (),
+    (('previous_broker_epoch', 0, -1),),
+)
+_N_BrokerRegistrationRequest_3 = (
+    BrokerRegistrationRequest,
+    True,
+    (
+        ('broker_id', 35, None),
+        ('cluster_id', 43, None),
+        ('incarnation_id', 42, None),
+        ('listeners', 237, _N_BrokerRegistrationRequest__Listener_0),
+        ('features', 237, _N_BrokerRegistrationRequest__Feature_0),
+        ('rack', 59, None),
+        ('is_migrating_zk_broker', 32, None),
+        ('log_dirs', 106, None),
+        ('previous_broker_epoch', 36, None),
+    ),
+    (),
+    (),
+)
+BrokerRegistrationRequest._LAYOUTS = {
+    0: _N_BrokerRegistrationRequest_0,
+    1: _N_BrokerRegistrationRequest_1,
+    2: _N_BrokerRegistrationRequest_2,
+    3: _N_BrokerRegistrationRequest_3,
+    4: _N_BrokerRegistrationRequest_3,
+}
 
 
 BrokerRegistrationResponse._FIELDS = (
@@ -1184,3 +1267,19 @@ BrokerRegistrationResponse._WRITERS = {
     3: _w_BrokerRegistrationResponse_0,
     4: _w_BrokerRegistrationResponse_0,
 }
+_N_BrokerRegistrationResponse_0 = (
+    BrokerRegistrationResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('error_code', 34, None), ('broker_epoch', 36, None)),
+    (),
+    (),
+)
+BrokerRegistrationResponse._LAYOUTS = {
+    0: _N_BrokerRegistrationResponse_0,
+    1: _N_BrokerRegistrationResponse_0,
+    2: _N_BrokerRegistrationResponse_0,
+    3: _N_BrokerRegistrationResponse_0,
+    4: _N_BrokerRegistrationResponse_0,
+}
+
+codec_path.install(BrokerRegistrationRequest, BrokerRegistrationResponse)

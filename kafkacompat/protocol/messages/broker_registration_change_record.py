@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -495,3 +495,48 @@ BrokerRegistrationChangeRecord._WRITERS = {
     2: _w_BrokerRegistrationChangeRecord_2,
     3: _w_BrokerRegistrationChangeRecord_3,
 }
+_N_BrokerRegistrationChangeRecord_0 = (
+    BrokerRegistrationChangeRecord,
+    True,
+    (('broker_id', 35, None), ('broker_epoch', 36, None)),
+    ((0, 'fenced', 33, None, 0, 0),),
+    (('in_controlled_shutdown', 0, 0), ('log_dirs', 1, None), ('cordoned_log_dirs', 0, None)),
+)
+_N_BrokerRegistrationChangeRecord_1 = (
+    BrokerRegistrationChangeRecord,
+    True,
+    (('broker_id', 35, None), ('broker_epoch', 36, None)),
+    ((0, 'fenced', 33, None, 0, 0), (1, 'in_controlled_shutdown', 33, None, 0, 0)),
+    (('log_dirs', 1, None), ('cordoned_log_dirs', 0, None)),
+)
+_N_BrokerRegistrationChangeRecord_2 = (
+    BrokerRegistrationChangeRecord,
+    True,
+    (('broker_id', 35, None), ('broker_epoch', 36, None)),
+    (
+        (0, 'fenced', 33, None, 0, 0),
+        (1, 'in_controlled_shutdown', 33, None, 0, 0),
+        (2, 'log_dirs', 106, None, 1, None),
+    ),
+    (('cordoned_log_dirs', 0, None),),
+)
+_N_BrokerRegistrationChangeRecord_3 = (
+    BrokerRegistrationChangeRecord,
+    True,
+    (('broker_id', 35, None), ('broker_epoch', 36, None)),
+    (
+        (0, 'fenced', 33, None, 0, 0),
+        (1, 'in_controlled_shutdown', 33, None, 0, 0),
+        (2, 'log_dirs', 106, None, 1, None),
+        (3, 'cordoned_log_dirs', 122, None, 0, None),
+    ),
+    (),
+)
+BrokerRegistrationChangeRecord._LAYOUTS = {
+    0: _N_BrokerRegistrationChangeRecord_0,
+    1: _N_BrokerRegistrationChangeRecord_1,
+    2: _N_BrokerRegistrationChangeRecord_2,
+    3: _N_BrokerRegistrationChangeRecord_3,
+}
+
+codec_path.install(BrokerRegistrationChangeRecord)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -88,3 +88,7 @@ ClearElrRecord._FIELDS = (
 )
 ClearElrRecord._READERS = {0: _r_ClearElrRecord_0}
 ClearElrRecord._WRITERS = {0: _w_ClearElrRecord_0}
+_N_ClearElrRecord_0 = (ClearElrRecord, True, (('topic_name', 43, None),), (), ())
+ClearElrRecord._LAYOUTS = {0: _N_ClearElrRecord_0}
+
+codec_path.install(ClearElrRecord)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -233,3 +233,25 @@ _C_ClientQuotaRecord__EntityData._FIELDS = (
 )
 ClientQuotaRecord._READERS = {0: _r_ClientQuotaRecord_0}
 ClientQuotaRecord._WRITERS = {0: _w_ClientQuotaRecord_0}
+_N_ClientQuotaRecord__EntityData_0 = (
+    _C_ClientQuotaRecord__EntityData,
+    True,
+    (('entity_type', 43, None), ('entity_name', 59, None)),
+    (),
+    (),
+)
+_N_ClientQuotaRecord_0 = (
+    ClientQuotaRecord,
+    True,
+    (
+        ('entity', 109, _N_ClientQuotaRecord__EntityData_0),
+        ('key', 43, None),
+        ('value', 39, None),
+        ('remove', 32, None),
+    ),
+    (),
+    (),
+)
+ClientQuotaRecord._LAYOUTS = {0: _N_ClientQuotaRecord_0}
+
+codec_path.install(ClientQuotaRecord)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -147,3 +147,13 @@ ConfigRecord._FIELDS = (
 )
 ConfigRecord._READERS = {0: _r_ConfigRecord_0}
 ConfigRecord._WRITERS = {0: _w_ConfigRecord_0}
+_N_ConfigRecord_0 = (
+    ConfigRecord,
+    True,
+    (('resource_type', 33, None), ('resource_name', 43, None), ('name', 43, None), ('value', 59, None)),
+    (),
+    (),
+)
+ConfigRecord._LAYOUTS = {0: _N_ConfigRecord_0}
+
+codec_path.install(ConfigRecord)

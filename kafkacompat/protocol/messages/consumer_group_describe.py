@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1547,6 +1547,17 @@ ConsumerGroupDescribeRequest._WRITERS = {
     0: _w_ConsumerGroupDescribeRequest_0,
     1: _w_ConsumerGroupDescribeRequest_0,
 }
+_N_ConsumerGroupDescribeRequest_0 = (
+    ConsumerGroupDescribeRequest,
+    True,
+    (('group_ids', 107, None), ('include_authorized_operations', 32, None)),
+    (),
+    (),
+)
+ConsumerGroupDescribeRequest._LAYOUTS = {
+    0: _N_ConsumerGroupDescribeRequest_0,
+    1: _N_ConsumerGroupDescribeRequest_0,
+}
 
 _C_Response__TopicPartitions = ConsumerGroupDescribeResponse.TopicPartitions
 _C_Response__Assignment = ConsumerGroupDescribeResponse.Assignment
@@ -1677,3 +1688,108 @@ ConsumerGroupDescribeResponse._WRITERS = {
     0: _w_ConsumerGroupDescribeResponse_0,
     1: _w_ConsumerGroupDescribeResponse_1,
 }
+_N_ConsumerGroupDescribeResponse__TopicPartitions_0 = (
+    _C_Response__TopicPartitions,
+    True,
+    (('topic_id', 42, None), ('topic_name', 43, None), ('partitions', 99, None)),
+    (),
+    (),
+)
+_N_ConsumerGroupDescribeResponse__Assignment_0 = (
+    _C_Response__Assignment,
+    True,
+    (('topic_partitions', 109, _N_ConsumerGroupDescribeResponse__TopicPartitions_0),),
+    (),
+    (),
+)
+_N_ConsumerGroupDescribeResponse__Member_0 = (
+    _C_Response__Member,
+    True,
+    (
+        ('member_id', 43, None),
+        ('instance_id', 59, None),
+        ('rack_id', 59, None),
+        ('member_epoch', 35, None),
+        ('client_id', 43, None),
+        ('client_host', 43, None),
+        ('subscribed_topic_names', 107, None),
+        ('subscribed_topic_regex', 59, None),
+        ('assignment', 45, _N_ConsumerGroupDescribeResponse__Assignment_0),
+        ('target_assignment', 45, _N_ConsumerGroupDescribeResponse__Assignment_0),
+    ),
+    (),
+    (('member_type', 0, -1),),
+)
+_N_ConsumerGroupDescribeResponse__Member_1 = (
+    _C_Response__Member,
+    True,
+    (
+        ('member_id', 43, None),
+        ('instance_id', 59, None),
+        ('rack_id', 59, None),
+        ('member_epoch', 35, None),
+        ('client_id', 43, None),
+        ('client_host', 43, None),
+        ('subscribed_topic_names', 107, None),
+        ('subscribed_topic_regex', 59, None),
+        ('assignment', 45, _N_ConsumerGroupDescribeResponse__Assignment_0),
+        ('target_assignment', 45, _N_ConsumerGroupDescribeResponse__Assignment_0),
+        ('member_type', 33, None),
+    ),
+    (),
+    (),
+)
+_N_ConsumerGroupDescribeResponse__DescribedGroup_0 = (
+    _C_Response__DescribedGroup,
+    True,
+    (
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('group_id', 43, None),
+        ('group_state', 43, None),
+        ('group_epoch', 35, None),
+        ('assignment_epoch', 35, None),
+        ('assignor_name', 43, None),
+        ('members', 109, _N_ConsumerGroupDescribeResponse__Member_0),
+        ('authorized_operations', 35, None),
+    ),
+    (),
+    (),
+)
+_N_ConsumerGroupDescribeResponse__DescribedGroup_1 = (
+    _C_Response__DescribedGroup,
+    True,
+    (
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('group_id', 43, None),
+        ('group_state', 43, None),
+        ('group_epoch', 35, None),
+        ('assignment_epoch', 35, None),
+        ('assignor_name', 43, None),
+        ('members', 109, _N_ConsumerGroupDescribeResponse__Member_1),
+        ('authorized_operations', 35, None),
+    ),
+    (),
+    (),
+)
+_N_ConsumerGroupDescribeResponse_0 = (
+    ConsumerGroupDescribeResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('groups', 109, _N_ConsumerGroupDescribeResponse__DescribedGroup_0)),
+    (),
+    (),
+)
+_N_ConsumerGroupDescribeResponse_1 = (
+    ConsumerGroupDescribeResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('groups', 109, _N_ConsumerGroupDescribeResponse__DescribedGroup_1)),
+    (),
+    (),
+)
+ConsumerGroupDescribeResponse._LAYOUTS = {
+    0: _N_ConsumerGroupDescribeResponse_0,
+    1: _N_ConsumerGroupDescribeResponse_1,
+}
+
+codec_path.install(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse)

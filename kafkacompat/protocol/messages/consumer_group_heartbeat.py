@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1035,6 +1035,52 @@ ConsumerGroupHeartbeatRequest._WRITERS = {
     0: _w_ConsumerGroupHeartbeatRequest_0,
     1: _w_ConsumerGroupHeartbeatRequest_1,
 }
+_N_ConsumerGroupHeartbeatRequest__TopicPartitions_0 = (
+    _C_Request__TopicPartitions,
+    True,
+    (('topic_id', 42, None), ('partitions', 99, None)),
+    (),
+    (),
+)
+_N_ConsumerGroupHeartbeatRequest_0 = (
+    ConsumerGroupHeartbeatRequest,
+    True,
+    (
+        ('group_id', 43, None),
+        ('member_id', 43, None),
+        ('member_epoch', 35, None),
+        ('instance_id', 59, None),
+        ('rack_id', 59, None),
+        ('rebalance_timeout_ms', 35, None),
+        ('subscribed_topic_names', 123, None),
+        ('server_assignor', 59, None),
+        ('topic_partitions', 125, _N_ConsumerGroupHeartbeatRequest__TopicPartitions_0),
+    ),
+    (),
+    (('subscribed_topic_regex', 0, None),),
+)
+_N_ConsumerGroupHeartbeatRequest_1 = (
+    ConsumerGroupHeartbeatRequest,
+    True,
+    (
+        ('group_id', 43, None),
+        ('member_id', 43, None),
+        ('member_epoch', 35, None),
+        ('instance_id', 59, None),
+        ('rack_id', 59, None),
+        ('rebalance_timeout_ms', 35, None),
+        ('subscribed_topic_names', 123, None),
+        ('subscribed_topic_regex', 59, None),
+        ('server_assignor', 59, None),
+        ('topic_partitions', 125, _N_ConsumerGroupHeartbeatRequest__TopicPartitions_0),
+    ),
+    (),
+    (),
+)
+ConsumerGroupHeartbeatRequest._LAYOUTS = {
+    0: _N_ConsumerGroupHeartbeatRequest_0,
+    1: _N_ConsumerGroupHeartbeatRequest_1,
+}
 
 _C_Response__TopicPartitions = ConsumerGroupHeartbeatResponse.TopicPartitions
 _C_Response__Assignment = ConsumerGroupHeartbeatResponse.Assignment
@@ -1103,3 +1149,38 @@ ConsumerGroupHeartbeatResponse._WRITERS = {
     0: _w_ConsumerGroupHeartbeatResponse_0,
     1: _w_ConsumerGroupHeartbeatResponse_0,
 }
+_N_ConsumerGroupHeartbeatResponse__TopicPartitions_0 = (
+    _C_Response__TopicPartitions,
+    True,
+    (('topic_id', 42, None), ('partitions', 99, None)),
+    (),
+    (),
+)
+_N_ConsumerGroupHeartbeatResponse__Assignment_0 = (
+    _C_Response__Assignment,
+    True,
+    (('topic_partitions', 109, _N_ConsumerGroupHeartbeatResponse__TopicPartitions_0),),
+    (),
+    (),
+)
+_N_ConsumerGroupHeartbeatResponse_0 = (
+    ConsumerGroupHeartbeatResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('member_id', 59, None),
+        ('member_epoch', 35, None),
+        ('heartbeat_interval_ms', 35, None),
+        ('assignment', 61, _N_ConsumerGroupHeartbeatResponse__Assignment_0),
+    ),
+    (),
+    (),
+)
+ConsumerGroupHeartbeatResponse._LAYOUTS = {
+    0: _N_ConsumerGroupHeartbeatResponse_0,
+    1: _N_ConsumerGroupHeartbeatResponse_0,
+}
+
+codec_path.install(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -183,3 +183,25 @@ ConsumerProtocolAssignment._WRITERS = {
     2: _w_ConsumerProtocolAssignment_0,
     3: _w_ConsumerProtocolAssignment_0,
 }
+_N_ConsumerProtocolAssignment__TopicPartition_0 = (
+    _C_ConsumerProtocolAssignment__TopicPartition,
+    False,
+    (('topic', 11, None), ('partitions', 67, None)),
+    (),
+    (),
+)
+_N_ConsumerProtocolAssignment_0 = (
+    ConsumerProtocolAssignment,
+    False,
+    (('assigned_partitions', 205, _N_ConsumerProtocolAssignment__TopicPartition_0), ('user_data', 28, None)),
+    (),
+    (),
+)
+ConsumerProtocolAssignment._LAYOUTS = {
+    0: _N_ConsumerProtocolAssignment_0,
+    1: _N_ConsumerProtocolAssignment_0,
+    2: _N_ConsumerProtocolAssignment_0,
+    3: _N_ConsumerProtocolAssignment_0,
+}
+
+codec_path.install(ConsumerProtocolAssignment)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -470,3 +470,61 @@ ConsumerProtocolSubscription._WRITERS = {
     2: _w_ConsumerProtocolSubscription_2,
     3: _w_ConsumerProtocolSubscription_3,
 }
+_N_ConsumerProtocolSubscription__TopicPartition_0 = (
+    _C_ConsumerProtocolSubscription__TopicPartition,
+    False,
+    (('topic', 11, None), ('partitions', 67, None)),
+    (),
+    (),
+)
+_N_ConsumerProtocolSubscription_0 = (
+    ConsumerProtocolSubscription,
+    False,
+    (('topics', 75, None), ('user_data', 28, None)),
+    (),
+    (('owned_partitions', 2, None), ('generation_id', 0, -1), ('rack_id', 0, None)),
+)
+_N_ConsumerProtocolSubscription_1 = (
+    ConsumerProtocolSubscription,
+    False,
+    (
+        ('topics', 75, None),
+        ('user_data', 28, None),
+        ('owned_partitions', 205, _N_ConsumerProtocolSubscription__TopicPartition_0),
+    ),
+    (),
+    (('generation_id', 0, -1), ('rack_id', 0, None)),
+)
+_N_ConsumerProtocolSubscription_2 = (
+    ConsumerProtocolSubscription,
+    False,
+    (
+        ('topics', 75, None),
+        ('user_data', 28, None),
+        ('owned_partitions', 205, _N_ConsumerProtocolSubscription__TopicPartition_0),
+        ('generation_id', 3, None),
+    ),
+    (),
+    (('rack_id', 0, None),),
+)
+_N_ConsumerProtocolSubscription_3 = (
+    ConsumerProtocolSubscription,
+    False,
+    (
+        ('topics', 75, None),
+        ('user_data', 28, None),
+        ('owned_partitions', 205, _N_ConsumerProtocolSubscription__TopicPartition_0),
+        ('generation_id', 3, None),
+        ('rack_id', 27, None),
+    ),
+    (),
+    (),
+)
+ConsumerProtocolSubscription._LAYOUTS = {
+    0: _N_ConsumerProtocolSubscription_0,
+    1: _N_ConsumerProtocolSubscription_1,
+    2: _N_ConsumerProtocolSubscription_2,
+    3: _N_ConsumerProtocolSubscription_3,
+}
+
+codec_path.install(ConsumerProtocolSubscription)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -55,3 +55,7 @@ ControlRecordTypeSchema._FIELDS = (
 )
 ControlRecordTypeSchema._READERS = {0: _r_ControlRecordTypeSchema_0}
 ControlRecordTypeSchema._WRITERS = {0: _w_ControlRecordTypeSchema_0}
+_N_ControlRecordTypeSchema_0 = (ControlRecordTypeSchema, False, (('type', 2, None),), (), ())
+ControlRecordTypeSchema._LAYOUTS = {0: _N_ControlRecordTypeSchema_0}
+
+codec_path.install(ControlRecordTypeSchema)

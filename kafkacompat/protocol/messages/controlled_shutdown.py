@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -357,6 +357,33 @@ ControlledShutdownRequest._WRITERS = {
     2: _w_ControlledShutdownRequest_1,
     3: _w_ControlledShutdownRequest_2,
 }
+_N_ControlledShutdownRequest_0 = (
+    ControlledShutdownRequest,
+    False,
+    (('broker_id', 3, None),),
+    (),
+    (('broker_epoch', 0, -1),),
+)
+_N_ControlledShutdownRequest_1 = (
+    ControlledShutdownRequest,
+    False,
+    (('broker_id', 3, None), ('broker_epoch', 4, None)),
+    (),
+    (),
+)
+_N_ControlledShutdownRequest_2 = (
+    ControlledShutdownRequest,
+    True,
+    (('broker_id', 35, None), ('broker_epoch', 36, None)),
+    (),
+    (),
+)
+ControlledShutdownRequest._LAYOUTS = {
+    0: _N_ControlledShutdownRequest_0,
+    1: _N_ControlledShutdownRequest_0,
+    2: _N_ControlledShutdownRequest_1,
+    3: _N_ControlledShutdownRequest_2,
+}
 
 _C_Response__RemainingPartition = ControlledShutdownResponse.RemainingPartition
 
@@ -390,3 +417,45 @@ ControlledShutdownResponse._WRITERS = {
     2: _w_ControlledShutdownResponse_0,
     3: _w_ControlledShutdownResponse_1,
 }
+_N_ControlledShutdownResponse__RemainingPartition_0 = (
+    _C_Response__RemainingPartition,
+    False,
+    (('topic_name', 11, None), ('partition_index', 3, None)),
+    (),
+    (),
+)
+_N_ControlledShutdownResponse__RemainingPartition_1 = (
+    _C_Response__RemainingPartition,
+    True,
+    (('topic_name', 43, None), ('partition_index', 35, None)),
+    (),
+    (),
+)
+_N_ControlledShutdownResponse_0 = (
+    ControlledShutdownResponse,
+    False,
+    (
+        ('error_code', 2, None),
+        ('remaining_partitions', 205, _N_ControlledShutdownResponse__RemainingPartition_0),
+    ),
+    (),
+    (),
+)
+_N_ControlledShutdownResponse_1 = (
+    ControlledShutdownResponse,
+    True,
+    (
+        ('error_code', 34, None),
+        ('remaining_partitions', 237, _N_ControlledShutdownResponse__RemainingPartition_1),
+    ),
+    (),
+    (),
+)
+ControlledShutdownResponse._LAYOUTS = {
+    0: _N_ControlledShutdownResponse_0,
+    1: _N_ControlledShutdownResponse_0,
+    2: _N_ControlledShutdownResponse_0,
+    3: _N_ControlledShutdownResponse_1,
+}
+
+codec_path.install(ControlledShutdownRequest, ControlledShutdownResponse)

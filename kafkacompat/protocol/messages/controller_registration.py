@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -442,6 +442,34 @@ _C_Request__Feature._FIELDS = (
 )
 ControllerRegistrationRequest._READERS = {0: _r_ControllerRegistrationRequest_0}
 ControllerRegistrationRequest._WRITERS = {0: _w_ControllerRegistrationRequest_0}
+_N_ControllerRegistrationRequest__Listener_0 = (
+    _C_Request__Listener,
+    True,
+    (('name', 43, None), ('host', 43, None), ('port', 37, None), ('security_protocol', 34, None)),
+    (),
+    (),
+)
+_N_ControllerRegistrationRequest__Feature_0 = (
+    _C_Request__Feature,
+    True,
+    (('name', 43, None), ('min_supported_version', 34, None), ('max_supported_version', 34, None)),
+    (),
+    (),
+)
+_N_ControllerRegistrationRequest_0 = (
+    ControllerRegistrationRequest,
+    True,
+    (
+        ('controller_id', 35, None),
+        ('incarnation_id', 42, None),
+        ('zk_migration_ready', 32, None),
+        ('listeners', 237, _N_ControllerRegistrationRequest__Listener_0),
+        ('features', 237, _N_ControllerRegistrationRequest__Feature_0),
+    ),
+    (),
+    (),
+)
+ControllerRegistrationRequest._LAYOUTS = {0: _N_ControllerRegistrationRequest_0}
 
 
 ControllerRegistrationResponse._FIELDS = (
@@ -461,3 +489,13 @@ ControllerRegistrationResponse._FIELDS = (
 )
 ControllerRegistrationResponse._READERS = {0: _r_ControllerRegistrationResponse_0}
 ControllerRegistrationResponse._WRITERS = {0: _w_ControllerRegistrationResponse_0}
+_N_ControllerRegistrationResponse_0 = (
+    ControllerRegistrationResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('error_code', 34, None), ('error_message', 59, None)),
+    (),
+    (),
+)
+ControllerRegistrationResponse._LAYOUTS = {0: _N_ControllerRegistrationResponse_0}
+
+codec_path.install(ControllerRegistrationRequest, ControllerRegistrationResponse)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -691,6 +691,77 @@ CreateAclsRequest._WRITERS = {
     2: _w_CreateAclsRequest_2,
     3: _w_CreateAclsRequest_2,
 }
+_N_CreateAclsRequest__AclCreation_0 = (
+    _C_Request__AclCreation,
+    False,
+    (
+        ('resource_type', 1, None),
+        ('resource_name', 11, None),
+        ('principal', 11, None),
+        ('host', 11, None),
+        ('operation', 1, None),
+        ('permission_type', 1, None),
+    ),
+    (),
+    (('resource_pattern_type', 0, 3),),
+)
+_N_CreateAclsRequest__AclCreation_1 = (
+    _C_Request__AclCreation,
+    False,
+    (
+        ('resource_type', 1, None),
+        ('resource_name', 11, None),
+        ('resource_pattern_type', 1, None),
+        ('principal', 11, None),
+        ('host', 11, None),
+        ('operation', 1, None),
+        ('permission_type', 1, None),
+    ),
+    (),
+    (),
+)
+_N_CreateAclsRequest__AclCreation_2 = (
+    _C_Request__AclCreation,
+    True,
+    (
+        ('resource_type', 33, None),
+        ('resource_name', 43, None),
+        ('resource_pattern_type', 33, None),
+        ('principal', 43, None),
+        ('host', 43, None),
+        ('operation', 33, None),
+        ('permission_type', 33, None),
+    ),
+    (),
+    (),
+)
+_N_CreateAclsRequest_0 = (
+    CreateAclsRequest,
+    False,
+    (('creations', 77, _N_CreateAclsRequest__AclCreation_0),),
+    (),
+    (),
+)
+_N_CreateAclsRequest_1 = (
+    CreateAclsRequest,
+    False,
+    (('creations', 77, _N_CreateAclsRequest__AclCreation_1),),
+    (),
+    (),
+)
+_N_CreateAclsRequest_2 = (
+    CreateAclsRequest,
+    True,
+    (('creations', 109, _N_CreateAclsRequest__AclCreation_2),),
+    (),
+    (),
+)
+CreateAclsRequest._LAYOUTS = {
+    0: _N_CreateAclsRequest_0,
+    1: _N_CreateAclsRequest_1,
+    2: _N_CreateAclsRequest_2,
+    3: _N_CreateAclsRequest_2,
+}
 
 _C_Response__AclCreationResult = CreateAclsResponse.AclCreationResult
 
@@ -734,3 +805,39 @@ CreateAclsResponse._WRITERS = {
     2: _w_CreateAclsResponse_1,
     3: _w_CreateAclsResponse_1,
 }
+_N_CreateAclsResponse__AclCreationResult_0 = (
+    _C_Response__AclCreationResult,
+    False,
+    (('error_code', 2, None), ('error_message', 27, None)),
+    (),
+    (),
+)
+_N_CreateAclsResponse__AclCreationResult_1 = (
+    _C_Response__AclCreationResult,
+    True,
+    (('error_code', 34, None), ('error_message', 59, None)),
+    (),
+    (),
+)
+_N_CreateAclsResponse_0 = (
+    CreateAclsResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('results', 77, _N_CreateAclsResponse__AclCreationResult_0)),
+    (),
+    (),
+)
+_N_CreateAclsResponse_1 = (
+    CreateAclsResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('results', 109, _N_CreateAclsResponse__AclCreationResult_1)),
+    (),
+    (),
+)
+CreateAclsResponse._LAYOUTS = {
+    0: _N_CreateAclsResponse_0,
+    1: _N_CreateAclsResponse_0,
+    2: _N_CreateAclsResponse_1,
+    3: _N_CreateAclsResponse_1,
+}
+
+codec_path.install(CreateAclsRequest, CreateAclsResponse)

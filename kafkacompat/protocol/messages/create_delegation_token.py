@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -929,6 +929,52 @@ CreateDelegationTokenRequest._WRITERS = {
     2: _w_CreateDelegationTokenRequest_1,
     3: _w_CreateDelegationTokenRequest_2,
 }
+_N_CreateDelegationTokenRequest__CreatableRenewers_0 = (
+    _C_Request__CreatableRenewers,
+    False,
+    (('principal_type', 11, None), ('principal_name', 11, None)),
+    (),
+    (),
+)
+_N_CreateDelegationTokenRequest__CreatableRenewers_1 = (
+    _C_Request__CreatableRenewers,
+    True,
+    (('principal_type', 43, None), ('principal_name', 43, None)),
+    (),
+    (),
+)
+_N_CreateDelegationTokenRequest_0 = (
+    CreateDelegationTokenRequest,
+    False,
+    (('renewers', 77, _N_CreateDelegationTokenRequest__CreatableRenewers_0), ('max_lifetime_ms', 4, None)),
+    (),
+    (('owner_principal_type', 0, ""), ('owner_principal_name', 0, "")),
+)
+_N_CreateDelegationTokenRequest_1 = (
+    CreateDelegationTokenRequest,
+    True,
+    (('renewers', 109, _N_CreateDelegationTokenRequest__CreatableRenewers_1), ('max_lifetime_ms', 36, None)),
+    (),
+    (('owner_principal_type', 0, ""), ('owner_principal_name', 0, "")),
+)
+_N_CreateDelegationTokenRequest_2 = (
+    CreateDelegationTokenRequest,
+    True,
+    (
+        ('owner_principal_type', 59, None),
+        ('owner_principal_name', 59, None),
+        ('renewers', 109, _N_CreateDelegationTokenRequest__CreatableRenewers_1),
+        ('max_lifetime_ms', 36, None),
+    ),
+    (),
+    (),
+)
+CreateDelegationTokenRequest._LAYOUTS = {
+    0: _N_CreateDelegationTokenRequest_0,
+    1: _N_CreateDelegationTokenRequest_0,
+    2: _N_CreateDelegationTokenRequest_1,
+    3: _N_CreateDelegationTokenRequest_2,
+}
 
 
 CreateDelegationTokenResponse._FIELDS = (
@@ -976,3 +1022,64 @@ CreateDelegationTokenResponse._WRITERS = {
     2: _w_CreateDelegationTokenResponse_1,
     3: _w_CreateDelegationTokenResponse_2,
 }
+_N_CreateDelegationTokenResponse_0 = (
+    CreateDelegationTokenResponse,
+    False,
+    (
+        ('error_code', 2, None),
+        ('principal_type', 11, None),
+        ('principal_name', 11, None),
+        ('issue_timestamp_ms', 4, None),
+        ('expiry_timestamp_ms', 4, None),
+        ('max_timestamp_ms', 4, None),
+        ('token_id', 11, None),
+        ('hmac', 12, None),
+        ('throttle_time_ms', 3, None),
+    ),
+    (),
+    (('token_requester_principal_type', 0, ""), ('token_requester_principal_name', 0, "")),
+)
+_N_CreateDelegationTokenResponse_1 = (
+    CreateDelegationTokenResponse,
+    True,
+    (
+        ('error_code', 34, None),
+        ('principal_type', 43, None),
+        ('principal_name', 43, None),
+        ('issue_timestamp_ms', 36, None),
+        ('expiry_timestamp_ms', 36, None),
+        ('max_timestamp_ms', 36, None),
+        ('token_id', 43, None),
+        ('hmac', 44, None),
+        ('throttle_time_ms', 35, None),
+    ),
+    (),
+    (('token_requester_principal_type', 0, ""), ('token_requester_principal_name', 0, "")),
+)
+_N_CreateDelegationTokenResponse_2 = (
+    CreateDelegationTokenResponse,
+    True,
+    (
+        ('error_code', 34, None),
+        ('principal_type', 43, None),
+        ('principal_name', 43, None),
+        ('token_requester_principal_type', 43, None),
+        ('token_requester_principal_name', 43, None),
+        ('issue_timestamp_ms', 36, None),
+        ('expiry_timestamp_ms', 36, None),
+        ('max_timestamp_ms', 36, None),
+        ('token_id', 43, None),
+        ('hmac', 44, None),
+        ('throttle_time_ms', 35, None),
+    ),
+    (),
+    (),
+)
+CreateDelegationTokenResponse._LAYOUTS = {
+    0: _N_CreateDelegationTokenResponse_0,
+    1: _N_CreateDelegationTokenResponse_0,
+    2: _N_CreateDelegationTokenResponse_1,
+    3: _N_CreateDelegationTokenResponse_2,
+}
+
+codec_path.install(CreateDelegationTokenRequest, CreateDelegationTokenResponse)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -703,6 +703,70 @@ CreatePartitionsRequest._WRITERS = {
     2: _w_CreatePartitionsRequest_1,
     3: _w_CreatePartitionsRequest_1,
 }
+_N_CreatePartitionsRequest__CreatePartitionsAssignment_0 = (
+    _C_Request__CreatePartitionsAssignment,
+    False,
+    (('broker_ids', 67, None),),
+    (),
+    (),
+)
+_N_CreatePartitionsRequest__CreatePartitionsAssignment_1 = (
+    _C_Request__CreatePartitionsAssignment,
+    True,
+    (('broker_ids', 99, None),),
+    (),
+    (),
+)
+_N_CreatePartitionsRequest__CreatePartitionsTopic_0 = (
+    _C_Request__CreatePartitionsTopic,
+    False,
+    (
+        ('name', 11, None),
+        ('count', 3, None),
+        ('assignments', 93, _N_CreatePartitionsRequest__CreatePartitionsAssignment_0),
+    ),
+    (),
+    (),
+)
+_N_CreatePartitionsRequest__CreatePartitionsTopic_1 = (
+    _C_Request__CreatePartitionsTopic,
+    True,
+    (
+        ('name', 43, None),
+        ('count', 35, None),
+        ('assignments', 125, _N_CreatePartitionsRequest__CreatePartitionsAssignment_1),
+    ),
+    (),
+    (),
+)
+_N_CreatePartitionsRequest_0 = (
+    CreatePartitionsRequest,
+    False,
+    (
+        ('topics', 205, _N_CreatePartitionsRequest__CreatePartitionsTopic_0),
+        ('timeout_ms', 3, None),
+        ('validate_only', 0, None),
+    ),
+    (),
+    (),
+)
+_N_CreatePartitionsRequest_1 = (
+    CreatePartitionsRequest,
+    True,
+    (
+        ('topics', 237, _N_CreatePartitionsRequest__CreatePartitionsTopic_1),
+        ('timeout_ms', 35, None),
+        ('validate_only', 32, None),
+    ),
+    (),
+    (),
+)
+CreatePartitionsRequest._LAYOUTS = {
+    0: _N_CreatePartitionsRequest_0,
+    1: _N_CreatePartitionsRequest_0,
+    2: _N_CreatePartitionsRequest_1,
+    3: _N_CreatePartitionsRequest_1,
+}
 
 _C_Response__CreatePartitionsTopicResult = CreatePartitionsResponse.CreatePartitionsTopicResult
 
@@ -747,3 +811,45 @@ CreatePartitionsResponse._WRITERS = {
     2: _w_CreatePartitionsResponse_1,
     3: _w_CreatePartitionsResponse_1,
 }
+_N_CreatePartitionsResponse__CreatePartitionsTopicResult_0 = (
+    _C_Response__CreatePartitionsTopicResult,
+    False,
+    (('name', 11, None), ('error_code', 2, None), ('error_message', 27, None)),
+    (),
+    (),
+)
+_N_CreatePartitionsResponse__CreatePartitionsTopicResult_1 = (
+    _C_Response__CreatePartitionsTopicResult,
+    True,
+    (('name', 43, None), ('error_code', 34, None), ('error_message', 59, None)),
+    (),
+    (),
+)
+_N_CreatePartitionsResponse_0 = (
+    CreatePartitionsResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('results', 77, _N_CreatePartitionsResponse__CreatePartitionsTopicResult_0),
+    ),
+    (),
+    (),
+)
+_N_CreatePartitionsResponse_1 = (
+    CreatePartitionsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('results', 109, _N_CreatePartitionsResponse__CreatePartitionsTopicResult_1),
+    ),
+    (),
+    (),
+)
+CreatePartitionsResponse._LAYOUTS = {
+    0: _N_CreatePartitionsResponse_0,
+    1: _N_CreatePartitionsResponse_0,
+    2: _N_CreatePartitionsResponse_1,
+    3: _N_CreatePartitionsResponse_1,
+}
+
+codec_path.install(CreatePartitionsRequest, CreatePartitionsResponse)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1590,6 +1590,99 @@ CreateTopicsRequest._WRITERS = {
     6: _w_CreateTopicsRequest_2,
     7: _w_CreateTopicsRequest_2,
 }
+_N_CreateTopicsRequest__CreatableReplicaAssignment_0 = (
+    _C_Request__CreatableReplicaAssignment,
+    False,
+    (('partition_index', 3, None), ('broker_ids', 67, None)),
+    (),
+    (),
+)
+_N_CreateTopicsRequest__CreatableReplicaAssignment_1 = (
+    _C_Request__CreatableReplicaAssignment,
+    True,
+    (('partition_index', 35, None), ('broker_ids', 99, None)),
+    (),
+    (),
+)
+_N_CreateTopicsRequest__CreatableTopicConfig_0 = (
+    _C_Request__CreatableTopicConfig,
+    False,
+    (('name', 11, None), ('value', 27, None)),
+    (),
+    (),
+)
+_N_CreateTopicsRequest__CreatableTopicConfig_1 = (
+    _C_Request__CreatableTopicConfig,
+    True,
+    (('name', 43, None), ('value', 59, None)),
+    (),
+    (),
+)
+_N_CreateTopicsRequest__CreatableTopic_0 = (
+    _C_Request__CreatableTopic,
+    False,
+    (
+        ('name', 11, None),
+        ('num_partitions', 3, None),
+        ('replication_factor', 2, None),
+        ('assignments', 205, _N_CreateTopicsRequest__CreatableReplicaAssignment_0),
+        ('configs', 205, _N_CreateTopicsRequest__CreatableTopicConfig_0),
+    ),
+    (),
+    (),
+)
+_N_CreateTopicsRequest__CreatableTopic_1 = (
+    _C_Request__CreatableTopic,
+    True,
+    (
+        ('name', 43, None),
+        ('num_partitions', 35, None),
+        ('replication_factor', 34, None),
+        ('assignments', 237, _N_CreateTopicsRequest__CreatableReplicaAssignment_1),
+        ('configs', 237, _N_CreateTopicsRequest__CreatableTopicConfig_1),
+    ),
+    (),
+    (),
+)
+_N_CreateTopicsRequest_0 = (
+    CreateTopicsRequest,
+    False,
+    (('topics', 205, _N_CreateTopicsRequest__CreatableTopic_0), ('timeout_ms', 3, None)),
+    (),
+    (('validate_only', 0, False),),
+)
+_N_CreateTopicsRequest_1 = (
+    CreateTopicsRequest,
+    False,
+    (
+        ('topics', 205, _N_CreateTopicsRequest__CreatableTopic_0),
+        ('timeout_ms', 3, None),
+        ('validate_only', 0, None),
+    ),
+    (),
+    (),
+)
+_N_CreateTopicsRequest_2 = (
+    CreateTopicsRequest,
+    True,
+    (
+        ('topics', 237, _N_CreateTopicsRequest__CreatableTopic_1),
+        ('timeout_ms', 35, None),
+        ('validate_only', 32, None),
+    ),
+    (),
+    (),
+)
+CreateTopicsRequest._LAYOUTS = {
+    0: _N_CreateTopicsRequest_0,
+    1: _N_CreateTopicsRequest_1,
+    2: _N_CreateTopicsRequest_1,
+    3: _N_CreateTopicsRequest_1,
+    4: _N_CreateTopicsRequest_1,
+    5: _N_CreateTopicsRequest_2,
+    6: _N_CreateTopicsRequest_2,
+    7: _N_CreateTopicsRequest_2,
+}
 
 _C_Response__CreatableTopicConfigs = CreateTopicsResponse.CreatableTopicConfigs
 _C_Response__CreatableTopicResult = CreateTopicsResponse.CreatableTopicResult
@@ -1675,3 +1768,119 @@ CreateTopicsResponse._WRITERS = {
     6: _w_CreateTopicsResponse_3,
     7: _w_CreateTopicsResponse_4,
 }
+_N_CreateTopicsResponse__CreatableTopicConfigs_0 = (
+    _C_Response__CreatableTopicConfigs,
+    True,
+    (
+        ('name', 43, None),
+        ('value', 59, None),
+        ('read_only', 32, None),
+        ('config_source', 33, None),
+        ('is_sensitive', 32, None),
+    ),
+    (),
+    (),
+)
+_N_CreateTopicsResponse__CreatableTopicResult_0 = (
+    _C_Response__CreatableTopicResult,
+    False,
+    (('name', 11, None), ('error_code', 2, None)),
+    (),
+    (
+        ('topic_id', 4, None),
+        ('error_message', 0, ""),
+        ('topic_config_error_code', 0, 0),
+        ('num_partitions', 0, -1),
+        ('replication_factor', 0, -1),
+        ('configs', 1, None),
+    ),
+)
+_N_CreateTopicsResponse__CreatableTopicResult_1 = (
+    _C_Response__CreatableTopicResult,
+    False,
+    (('name', 11, None), ('error_code', 2, None), ('error_message', 27, None)),
+    (),
+    (
+        ('topic_id', 4, None),
+        ('topic_config_error_code', 0, 0),
+        ('num_partitions', 0, -1),
+        ('replication_factor', 0, -1),
+        ('configs', 1, None),
+    ),
+)
+_N_CreateTopicsResponse__CreatableTopicResult_2 = (
+    _C_Response__CreatableTopicResult,
+    True,
+    (
+        ('name', 43, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('num_partitions', 35, None),
+        ('replication_factor', 34, None),
+        ('configs', 125, _N_CreateTopicsResponse__CreatableTopicConfigs_0),
+    ),
+    ((0, 'topic_config_error_code', 34, None, 0, 0),),
+    (('topic_id', 4, None),),
+)
+_N_CreateTopicsResponse__CreatableTopicResult_3 = (
+    _C_Response__CreatableTopicResult,
+    True,
+    (
+        ('name', 43, None),
+        ('topic_id', 42, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('num_partitions', 35, None),
+        ('replication_factor', 34, None),
+        ('configs', 125, _N_CreateTopicsResponse__CreatableTopicConfigs_0),
+    ),
+    ((0, 'topic_config_error_code', 34, None, 0, 0),),
+    (),
+)
+_N_CreateTopicsResponse_0 = (
+    CreateTopicsResponse,
+    False,
+    (('topics', 205, _N_CreateTopicsResponse__CreatableTopicResult_0),),
+    (),
+    (('throttle_time_ms', 0, 0),),
+)
+_N_CreateTopicsResponse_1 = (
+    CreateTopicsResponse,
+    False,
+    (('topics', 205, _N_CreateTopicsResponse__CreatableTopicResult_1),),
+    (),
+    (('throttle_time_ms', 0, 0),),
+)
+_N_CreateTopicsResponse_2 = (
+    CreateTopicsResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('topics', 205, _N_CreateTopicsResponse__CreatableTopicResult_1)),
+    (),
+    (),
+)
+_N_CreateTopicsResponse_3 = (
+    CreateTopicsResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('topics', 237, _N_CreateTopicsResponse__CreatableTopicResult_2)),
+    (),
+    (),
+)
+_N_CreateTopicsResponse_4 = (
+    CreateTopicsResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('topics', 237, _N_CreateTopicsResponse__CreatableTopicResult_3)),
+    (),
+    (),
+)
+CreateTopicsResponse._LAYOUTS = {
+    0: _N_CreateTopicsResponse_0,
+    1: _N_CreateTopicsResponse_1,
+    2: _N_CreateTopicsResponse_2,
+    3: _N_CreateTopicsResponse_2,
+    4: _N_CreateTopicsResponse_2,
+    5: _N_CreateTopicsResponse_3,
+    6: _N_CreateTopicsResponse_3,
+    7: _N_CreateTopicsResponse_4,
+}
+
+codec_path.install(CreateTopicsRequest, CreateTopicsResponse)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -116,3 +116,13 @@ DefaultPrincipalData._FIELDS = (
 )
 DefaultPrincipalData._READERS = {0: _r_DefaultPrincipalData_0}
 DefaultPrincipalData._WRITERS = {0: _w_DefaultPrincipalData_0}
+_N_DefaultPrincipalData_0 = (
+    DefaultPrincipalData,
+    True,
+    (('type', 43, None), ('name', 43, None), ('token_authenticated', 32, None)),
+    (),
+    (),
+)
+DefaultPrincipalData._LAYOUTS = {0: _N_DefaultPrincipalData_0}
+
+codec_path.install(DefaultPrincipalData)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -206,3 +206,21 @@ DelegationTokenRecord._FIELDS = (
 )
 DelegationTokenRecord._READERS = {0: _r_DelegationTokenRecord_0}
 DelegationTokenRecord._WRITERS = {0: _w_DelegationTokenRecord_0}
+_N_DelegationTokenRecord_0 = (
+    DelegationTokenRecord,
+    True,
+    (
+        ('owner', 43, None),
+        ('requester', 43, None),
+        ('renewers', 107, None),
+        ('issue_timestamp', 36, None),
+        ('max_timestamp', 36, None),
+        ('expiration_timestamp', 36, None),
+        ('token_id', 43, None),
+    ),
+    (),
+    (),
+)
+DelegationTokenRecord._LAYOUTS = {0: _N_DelegationTokenRecord_0}
+
+codec_path.install(DelegationTokenRecord)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1182,6 +1182,77 @@ DeleteAclsRequest._WRITERS = {
     2: _w_DeleteAclsRequest_2,
     3: _w_DeleteAclsRequest_2,
 }
+_N_DeleteAclsRequest__DeleteAclsFilter_0 = (
+    _C_Request__DeleteAclsFilter,
+    False,
+    (
+        ('resource_type_filter', 1, None),
+        ('resource_name_filter', 27, None),
+        ('principal_filter', 27, None),
+        ('host_filter', 27, None),
+        ('operation', 1, None),
+        ('permission_type', 1, None),
+    ),
+    (),
+    (('pattern_type_filter', 0, 3),),
+)
+_N_DeleteAclsRequest__DeleteAclsFilter_1 = (
+    _C_Request__DeleteAclsFilter,
+    False,
+    (
+        ('resource_type_filter', 1, None),
+        ('resource_name_filter', 27, None),
+        ('pattern_type_filter', 1, None),
+        ('principal_filter', 27, None),
+        ('host_filter', 27, None),
+        ('operation', 1, None),
+        ('permission_type', 1, None),
+    ),
+    (),
+    (),
+)
+_N_DeleteAclsRequest__DeleteAclsFilter_2 = (
+    _C_Request__DeleteAclsFilter,
+    True,
+    (
+        ('resource_type_filter', 33, None),
+        ('resource_name_filter', 59, None),
+        ('pattern_type_filter', 33, None),
+        ('principal_filter', 59, None),
+        ('host_filter', 59, None),
+        ('operation', 33, None),
+        ('permission_type', 33, None),
+    ),
+    (),
+    (),
+)
+_N_DeleteAclsRequest_0 = (
+    DeleteAclsRequest,
+    False,
+    (('filters', 77, _N_DeleteAclsRequest__DeleteAclsFilter_0),),
+    (),
+    (),
+)
+_N_DeleteAclsRequest_1 = (
+    DeleteAclsRequest,
+    False,
+    (('filters', 77, _N_DeleteAclsRequest__DeleteAclsFilter_1),),
+    (),
+    (),
+)
+_N_DeleteAclsRequest_2 = (
+    DeleteAclsRequest,
+    True,
+    (('filters', 109, _N_DeleteAclsRequest__DeleteAclsFilter_2),),
+    (),
+    (),
+)
+DeleteAclsRequest._LAYOUTS = {
+    0: _N_DeleteAclsRequest_0,
+    1: _N_DeleteAclsRequest_1,
+    2: _N_DeleteAclsRequest_2,
+    3: _N_DeleteAclsRequest_2,
+}
 
 _C_Response__DeleteAclsMatchingAcl = DeleteAclsResponse.DeleteAclsMatchingAcl
 _C_Response__DeleteAclsFilterResult = DeleteAclsResponse.DeleteAclsFilterResult
@@ -1258,3 +1329,118 @@ DeleteAclsResponse._WRITERS = {
     2: _w_DeleteAclsResponse_2,
     3: _w_DeleteAclsResponse_2,
 }
+_N_DeleteAclsResponse__DeleteAclsMatchingAcl_0 = (
+    _C_Response__DeleteAclsMatchingAcl,
+    False,
+    (
+        ('error_code', 2, None),
+        ('error_message', 27, None),
+        ('resource_type', 1, None),
+        ('resource_name', 11, None),
+        ('principal', 11, None),
+        ('host', 11, None),
+        ('operation', 1, None),
+        ('permission_type', 1, None),
+    ),
+    (),
+    (('pattern_type', 0, 3),),
+)
+_N_DeleteAclsResponse__DeleteAclsMatchingAcl_1 = (
+    _C_Response__DeleteAclsMatchingAcl,
+    False,
+    (
+        ('error_code', 2, None),
+        ('error_message', 27, None),
+        ('resource_type', 1, None),
+        ('resource_name', 11, None),
+        ('pattern_type', 1, None),
+        ('principal', 11, None),
+        ('host', 11, None),
+        ('operation', 1, None),
+        ('permission_type', 1, None),
+    ),
+    (),
+    (),
+)
+_N_DeleteAclsResponse__DeleteAclsMatchingAcl_2 = (
+    _C_Response__DeleteAclsMatchingAcl,
+    True,
+    (
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('resource_type', 33, None),
+        ('resource_name', 43, None),
+        ('pattern_type', 33, None),
+        ('principal', 43, None),
+        ('host', 43, None),
+        ('operation', 33, None),
+        ('permission_type', 33, None),
+    ),
+    (),
+    (),
+)
+_N_DeleteAclsResponse__DeleteAclsFilterResult_0 = (
+    _C_Response__DeleteAclsFilterResult,
+    False,
+    (
+        ('error_code', 2, None),
+        ('error_message', 27, None),
+        ('matching_acls', 77, _N_DeleteAclsResponse__DeleteAclsMatchingAcl_0),
+    ),
+    (),
+    (),
+)
+_N_DeleteAclsResponse__DeleteAclsFilterResult_1 = (
+    _C_Response__DeleteAclsFilterResult,
+    False,
+    (
+        ('error_code', 2, None),
+        ('error_message', 27, None),
+        ('matching_acls', 77, _N_DeleteAclsResponse__DeleteAclsMatchingAcl_1),
+    ),
+    (),
+    (),
+)
+_N_DeleteAclsResponse__DeleteAclsFilterResult_2 = (
+    _C_Response__DeleteAclsFilterResult,
+    True,
+    (
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('matching_acls', 109, _N_DeleteAclsResponse__DeleteAclsMatchingAcl_2),
+    ),
+    (),
+    (),
+)
+_N_DeleteAclsResponse_0 = (
+    DeleteAclsResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('filter_results', 77, _N_DeleteAclsResponse__DeleteAclsFilterResult_0)),
+    (),
+    (),
+)
+_N_DeleteAclsResponse_1 = (
+    DeleteAclsResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('filter_results', 77, _N_DeleteAclsResponse__DeleteAclsFilterResult_1)),
+    (),
+    (),
+)
+_N_DeleteAclsResponse_2 = (
+    DeleteAclsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('filter_results', 109, _N_DeleteAclsResponse__DeleteAclsFilterResult_2),
+    ),
+    (),
+    (),
+)
+DeleteAclsResponse._LAYOUTS = {
+    0: _N_DeleteAclsResponse_0,
+    1: _N_DeleteAclsResponse_1,
+    2: _N_DeleteAclsResponse_2,
+    3: _N_DeleteAclsResponse_2,
+}
+
+codec_path.install(DeleteAclsRequest, DeleteAclsResponse)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -528,6 +528,14 @@ DeleteGroupsRequest._WRITERS = {
     2: _w_DeleteGroupsRequest_1,
     3: _w_DeleteGroupsRequest_1,
 }
+_N_DeleteGroupsRequest_0 = (DeleteGroupsRequest, False, (('groups_names', 75, None),), (), ())
+_N_DeleteGroupsRequest_1 = (DeleteGroupsRequest, True, (('groups_names', 107, None),), (), ())
+DeleteGroupsRequest._LAYOUTS = {
+    0: _N_DeleteGroupsRequest_0,
+    1: _N_DeleteGroupsRequest_0,
+    2: _N_DeleteGroupsRequest_1,
+    3: _N_DeleteGroupsRequest_1,
+}
 
 _C_Response__DeletableGroupResult = DeleteGroupsResponse.DeletableGroupResult
 
@@ -572,3 +580,53 @@ DeleteGroupsResponse._WRITERS = {
     2: _w_DeleteGroupsResponse_1,
     3: _w_DeleteGroupsResponse_2,
 }
+_N_DeleteGroupsResponse__DeletableGroupResult_0 = (
+    _C_Response__DeletableGroupResult,
+    False,
+    (('group_id', 11, None), ('error_code', 2, None)),
+    (),
+    (('error_message', 0, None),),
+)
+_N_DeleteGroupsResponse__DeletableGroupResult_1 = (
+    _C_Response__DeletableGroupResult,
+    True,
+    (('group_id', 43, None), ('error_code', 34, None)),
+    (),
+    (('error_message', 0, None),),
+)
+_N_DeleteGroupsResponse__DeletableGroupResult_2 = (
+    _C_Response__DeletableGroupResult,
+    True,
+    (('group_id', 43, None), ('error_code', 34, None), ('error_message', 59, None)),
+    (),
+    (),
+)
+_N_DeleteGroupsResponse_0 = (
+    DeleteGroupsResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('results', 205, _N_DeleteGroupsResponse__DeletableGroupResult_0)),
+    (),
+    (),
+)
+_N_DeleteGroupsResponse_1 = (
+    DeleteGroupsResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('results', 237, _N_DeleteGroupsResponse__DeletableGroupResult_1)),
+    (),
+    (),
+)
+_N_DeleteGroupsResponse_2 = (
+    DeleteGroupsResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('results', 237, _N_DeleteGroupsResponse__DeletableGroupResult_2)),
+    (),
+    (),
+)
+DeleteGroupsResponse._LAYOUTS = {
+    0: _N_DeleteGroupsResponse_0,
+    1: _N_DeleteGroupsResponse_0,
+    2: _N_DeleteGroupsResponse_1,
+    3: _N_DeleteGroupsResponse_2,
+}
+
+codec_path.install(DeleteGroupsRequest, DeleteGroupsResponse)

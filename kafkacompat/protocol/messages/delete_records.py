@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -778,6 +778,53 @@ DeleteRecordsRequest._WRITERS = {
     1: _w_DeleteRecordsRequest_0,
     2: _w_DeleteRecordsRequest_1,
 }
+_N_DeleteRecordsRequest__DeleteRecordsPartition_0 = (
+    _C_Request__DeleteRecordsPartition,
+    False,
+    (('partition_index', 3, None), ('offset', 4, None)),
+    (),
+    (),
+)
+_N_DeleteRecordsRequest__DeleteRecordsPartition_1 = (
+    _C_Request__DeleteRecordsPartition,
+    True,
+    (('partition_index', 35, None), ('offset', 36, None)),
+    (),
+    (),
+)
+_N_DeleteRecordsRequest__DeleteRecordsTopic_0 = (
+    _C_Request__DeleteRecordsTopic,
+    False,
+    (('name', 11, None), ('partitions', 77, _N_DeleteRecordsRequest__DeleteRecordsPartition_0)),
+    (),
+    (),
+)
+_N_DeleteRecordsRequest__DeleteRecordsTopic_1 = (
+    _C_Request__DeleteRecordsTopic,
+    True,
+    (('name', 43, None), ('partitions', 109, _N_DeleteRecordsRequest__DeleteRecordsPartition_1)),
+    (),
+    (),
+)
+_N_DeleteRecordsRequest_0 = (
+    DeleteRecordsRequest,
+    False,
+    (('topics', 77, _N_DeleteRecordsRequest__DeleteRecordsTopic_0), ('timeout_ms', 3, None)),
+    (),
+    (),
+)
+_N_DeleteRecordsRequest_1 = (
+    DeleteRecordsRequest,
+    True,
+    (('topics', 109, _N_DeleteRecordsRequest__DeleteRecordsTopic_1), ('timeout_ms', 35, None)),
+    (),
+    (),
+)
+DeleteRecordsRequest._LAYOUTS = {
+    0: _N_DeleteRecordsRequest_0,
+    1: _N_DeleteRecordsRequest_0,
+    2: _N_DeleteRecordsRequest_1,
+}
 
 _C_Response__DeleteRecordsPartitionResult = DeleteRecordsResponse.DeleteRecordsPartitionResult
 _C_Response__DeleteRecordsTopicResult = DeleteRecordsResponse.DeleteRecordsTopicResult
@@ -825,3 +872,52 @@ DeleteRecordsResponse._WRITERS = {
     1: _w_DeleteRecordsResponse_0,
     2: _w_DeleteRecordsResponse_1,
 }
+_N_DeleteRecordsResponse__DeleteRecordsPartitionResult_0 = (
+    _C_Response__DeleteRecordsPartitionResult,
+    False,
+    (('partition_index', 3, None), ('low_watermark', 4, None), ('error_code', 2, None)),
+    (),
+    (),
+)
+_N_DeleteRecordsResponse__DeleteRecordsPartitionResult_1 = (
+    _C_Response__DeleteRecordsPartitionResult,
+    True,
+    (('partition_index', 35, None), ('low_watermark', 36, None), ('error_code', 34, None)),
+    (),
+    (),
+)
+_N_DeleteRecordsResponse__DeleteRecordsTopicResult_0 = (
+    _C_Response__DeleteRecordsTopicResult,
+    False,
+    (('name', 11, None), ('partitions', 205, _N_DeleteRecordsResponse__DeleteRecordsPartitionResult_0)),
+    (),
+    (),
+)
+_N_DeleteRecordsResponse__DeleteRecordsTopicResult_1 = (
+    _C_Response__DeleteRecordsTopicResult,
+    True,
+    (('name', 43, None), ('partitions', 237, _N_DeleteRecordsResponse__DeleteRecordsPartitionResult_1)),
+    (),
+    (),
+)
+_N_DeleteRecordsResponse_0 = (
+    DeleteRecordsResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('topics', 205, _N_DeleteRecordsResponse__DeleteRecordsTopicResult_0)),
+    (),
+    (),
+)
+_N_DeleteRecordsResponse_1 = (
+    DeleteRecordsResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('topics', 237, _N_DeleteRecordsResponse__DeleteRecordsTopicResult_1)),
+    (),
+    (),
+)
+DeleteRecordsResponse._LAYOUTS = {
+    0: _N_DeleteRecordsResponse_0,
+    1: _N_DeleteRecordsResponse_0,
+    2: _N_DeleteRecordsResponse_1,
+}
+
+codec_path.install(DeleteRecordsRequest, DeleteRecordsResponse)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -413,6 +413,24 @@ _C_Request__DeleteShareGroupOffsetsRequestTopic._FIELDS = (
 )
 DeleteShareGroupOffsetsRequest._READERS = {0: _r_DeleteShareGroupOffsetsRequest_0}
 DeleteShareGroupOffsetsRequest._WRITERS = {0: _w_DeleteShareGroupOffsetsRequest_0}
+_N_DeleteShareGroupOffsetsRequest__DeleteShareGroupOffsetsRequestTopic_0 = (
+    _C_Request__DeleteShareGroupOffsetsRequestTopic,
+    True,
+    (('topic_name', 43, None),),
+    (),
+    (),
+)
+_N_DeleteShareGroupOffsetsRequest_0 = (
+    DeleteShareGroupOffsetsRequest,
+    True,
+    (
+        ('group_id', 43, None),
+        ('topics', 109, _N_DeleteShareGroupOffsetsRequest__DeleteShareGroupOffsetsRequestTopic_0),
+    ),
+    (),
+    (),
+)
+DeleteShareGroupOffsetsRequest._LAYOUTS = {0: _N_DeleteShareGroupOffsetsRequest_0}
 
 _C_Response__DeleteShareGroupOffsetsResponseTopic = (
     DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic
@@ -462,3 +480,25 @@ _C_Response__DeleteShareGroupOffsetsResponseTopic._FIELDS = (
 )
 DeleteShareGroupOffsetsResponse._READERS = {0: _r_DeleteShareGroupOffsetsResponse_0}
 DeleteShareGroupOffsetsResponse._WRITERS = {0: _w_DeleteShareGroupOffsetsResponse_0}
+_N_DeleteShareGroupOffsetsResponse__DeleteShareGroupOffsetsResponseTopic_0 = (
+    _C_Response__DeleteShareGroupOffsetsResponseTopic,
+    True,
+    (('topic_name', 43, None), ('topic_id', 42, None), ('error_code', 34, None), ('error_message', 59, None)),
+    (),
+    (),
+)
+_N_DeleteShareGroupOffsetsResponse_0 = (
+    DeleteShareGroupOffsetsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('responses', 109, _N_DeleteShareGroupOffsetsResponse__DeleteShareGroupOffsetsResponseTopic_0),
+    ),
+    (),
+    (),
+)
+DeleteShareGroupOffsetsResponse._LAYOUTS = {0: _N_DeleteShareGroupOffsetsResponse_0}
+
+codec_path.install(DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -519,6 +519,28 @@ _C_Request__DeleteStateData._FIELDS = (
 )
 DeleteShareGroupStateRequest._READERS = {0: _r_DeleteShareGroupStateRequest_0}
 DeleteShareGroupStateRequest._WRITERS = {0: _w_DeleteShareGroupStateRequest_0}
+_N_DeleteShareGroupStateRequest__PartitionData_0 = (
+    _C_Request__PartitionData,
+    True,
+    (('partition', 35, None),),
+    (),
+    (),
+)
+_N_DeleteShareGroupStateRequest__DeleteStateData_0 = (
+    _C_Request__DeleteStateData,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_DeleteShareGroupStateRequest__PartitionData_0)),
+    (),
+    (),
+)
+_N_DeleteShareGroupStateRequest_0 = (
+    DeleteShareGroupStateRequest,
+    True,
+    (('group_id', 43, None), ('topics', 109, _N_DeleteShareGroupStateRequest__DeleteStateData_0)),
+    (),
+    (),
+)
+DeleteShareGroupStateRequest._LAYOUTS = {0: _N_DeleteShareGroupStateRequest_0}
 
 _C_Response__PartitionResult = DeleteShareGroupStateResponse.PartitionResult
 _C_Response__DeleteStateResult = DeleteShareGroupStateResponse.DeleteStateResult
@@ -567,3 +589,27 @@ _C_Response__DeleteStateResult._FIELDS = (
 )
 DeleteShareGroupStateResponse._READERS = {0: _r_DeleteShareGroupStateResponse_0}
 DeleteShareGroupStateResponse._WRITERS = {0: _w_DeleteShareGroupStateResponse_0}
+_N_DeleteShareGroupStateResponse__PartitionResult_0 = (
+    _C_Response__PartitionResult,
+    True,
+    (('partition', 35, None), ('error_code', 34, None), ('error_message', 59, None)),
+    (),
+    (),
+)
+_N_DeleteShareGroupStateResponse__DeleteStateResult_0 = (
+    _C_Response__DeleteStateResult,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_DeleteShareGroupStateResponse__PartitionResult_0)),
+    (),
+    (),
+)
+_N_DeleteShareGroupStateResponse_0 = (
+    DeleteShareGroupStateResponse,
+    True,
+    (('results', 109, _N_DeleteShareGroupStateResponse__DeleteStateResult_0),),
+    (),
+    (),
+)
+DeleteShareGroupStateResponse._LAYOUTS = {0: _N_DeleteShareGroupStateResponse_0}
+
+codec_path.install(DeleteShareGroupStateRequest, DeleteShareGroupStateResponse)

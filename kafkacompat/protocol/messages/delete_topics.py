@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -923,6 +923,43 @@ DeleteTopicsRequest._WRITERS = {
     5: _w_DeleteTopicsRequest_1,
     6: _w_DeleteTopicsRequest_2,
 }
+_N_DeleteTopicsRequest__DeleteTopicState_0 = (
+    _C_Request__DeleteTopicState,
+    True,
+    (('name', 59, None), ('topic_id', 42, None)),
+    (),
+    (),
+)
+_N_DeleteTopicsRequest_0 = (
+    DeleteTopicsRequest,
+    False,
+    (('topic_names', 75, None), ('timeout_ms', 3, None)),
+    (),
+    (('topics', 1, None),),
+)
+_N_DeleteTopicsRequest_1 = (
+    DeleteTopicsRequest,
+    True,
+    (('topic_names', 107, None), ('timeout_ms', 35, None)),
+    (),
+    (('topics', 1, None),),
+)
+_N_DeleteTopicsRequest_2 = (
+    DeleteTopicsRequest,
+    True,
+    (('topics', 109, _N_DeleteTopicsRequest__DeleteTopicState_0), ('timeout_ms', 35, None)),
+    (),
+    (('topic_names', 1, None),),
+)
+DeleteTopicsRequest._LAYOUTS = {
+    0: _N_DeleteTopicsRequest_0,
+    1: _N_DeleteTopicsRequest_0,
+    2: _N_DeleteTopicsRequest_0,
+    3: _N_DeleteTopicsRequest_0,
+    4: _N_DeleteTopicsRequest_1,
+    5: _N_DeleteTopicsRequest_1,
+    6: _N_DeleteTopicsRequest_2,
+}
 
 _C_Response__DeletableTopicResult = DeleteTopicsResponse.DeletableTopicResult
 
@@ -974,3 +1011,77 @@ DeleteTopicsResponse._WRITERS = {
     5: _w_DeleteTopicsResponse_3,
     6: _w_DeleteTopicsResponse_4,
 }
+_N_DeleteTopicsResponse__DeletableTopicResult_0 = (
+    _C_Response__DeletableTopicResult,
+    False,
+    (('name', 11, None), ('error_code', 2, None)),
+    (),
+    (('topic_id', 4, None), ('error_message', 0, None)),
+)
+_N_DeleteTopicsResponse__DeletableTopicResult_1 = (
+    _C_Response__DeletableTopicResult,
+    True,
+    (('name', 43, None), ('error_code', 34, None)),
+    (),
+    (('topic_id', 4, None), ('error_message', 0, None)),
+)
+_N_DeleteTopicsResponse__DeletableTopicResult_2 = (
+    _C_Response__DeletableTopicResult,
+    True,
+    (('name', 43, None), ('error_code', 34, None), ('error_message', 59, None)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_DeleteTopicsResponse__DeletableTopicResult_3 = (
+    _C_Response__DeletableTopicResult,
+    True,
+    (('name', 59, None), ('topic_id', 42, None), ('error_code', 34, None), ('error_message', 59, None)),
+    (),
+    (),
+)
+_N_DeleteTopicsResponse_0 = (
+    DeleteTopicsResponse,
+    False,
+    (('responses', 205, _N_DeleteTopicsResponse__DeletableTopicResult_0),),
+    (),
+    (('throttle_time_ms', 0, 0),),
+)
+_N_DeleteTopicsResponse_1 = (
+    DeleteTopicsResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('responses', 205, _N_DeleteTopicsResponse__DeletableTopicResult_0)),
+    (),
+    (),
+)
+_N_DeleteTopicsResponse_2 = (
+    DeleteTopicsResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('responses', 237, _N_DeleteTopicsResponse__DeletableTopicResult_1)),
+    (),
+    (),
+)
+_N_DeleteTopicsResponse_3 = (
+    DeleteTopicsResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('responses', 237, _N_DeleteTopicsResponse__DeletableTopicResult_2)),
+    (),
+    (),
+)
+_N_DeleteTopicsResponse_4 = (
+    DeleteTopicsResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('responses', 237, _N_DeleteTopicsResponse__DeletableTopicResult_3)),
+    (),
+    (),
+)
+DeleteTopicsResponse._LAYOUTS = {
+    0: _N_DeleteTopicsResponse_0,
+    1: _N_DeleteTopicsResponse_1,
+    2: _N_DeleteTopicsResponse_1,
+    3: _N_DeleteTopicsResponse_1,
+    4: _N_DeleteTopicsResponse_2,
+    5: _N_DeleteTopicsResponse_3,
+    6: _N_DeleteTopicsResponse_4,
+}
+
+codec_path.install(DeleteTopicsRequest, DeleteTopicsResponse)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -949,6 +949,56 @@ DescribeAclsRequest._WRITERS = {
     2: _w_DescribeAclsRequest_2,
     3: _w_DescribeAclsRequest_2,
 }
+_N_DescribeAclsRequest_0 = (
+    DescribeAclsRequest,
+    False,
+    (
+        ('resource_type_filter', 1, None),
+        ('resource_name_filter', 27, None),
+        ('principal_filter', 27, None),
+        ('host_filter', 27, None),
+        ('operation', 1, None),
+        ('permission_type', 1, None),
+    ),
+    (),
+    (('pattern_type_filter', 0, 3),),
+)
+_N_DescribeAclsRequest_1 = (
+    DescribeAclsRequest,
+    False,
+    (
+        ('resource_type_filter', 1, None),
+        ('resource_name_filter', 27, None),
+        ('pattern_type_filter', 1, None),
+        ('principal_filter', 27, None),
+        ('host_filter', 27, None),
+        ('operation', 1, None),
+        ('permission_type', 1, None),
+    ),
+    (),
+    (),
+)
+_N_DescribeAclsRequest_2 = (
+    DescribeAclsRequest,
+    True,
+    (
+        ('resource_type_filter', 33, None),
+        ('resource_name_filter', 59, None),
+        ('pattern_type_filter', 33, None),
+        ('principal_filter', 59, None),
+        ('host_filter', 59, None),
+        ('operation', 33, None),
+        ('permission_type', 33, None),
+    ),
+    (),
+    (),
+)
+DescribeAclsRequest._LAYOUTS = {
+    0: _N_DescribeAclsRequest_0,
+    1: _N_DescribeAclsRequest_1,
+    2: _N_DescribeAclsRequest_2,
+    3: _N_DescribeAclsRequest_2,
+}
 
 _C_Response__AclDescription = DescribeAclsResponse.AclDescription
 _C_Response__DescribeAclsResource = DescribeAclsResponse.DescribeAclsResource
@@ -1013,3 +1063,96 @@ DescribeAclsResponse._WRITERS = {
     2: _w_DescribeAclsResponse_2,
     3: _w_DescribeAclsResponse_2,
 }
+_N_DescribeAclsResponse__AclDescription_0 = (
+    _C_Response__AclDescription,
+    False,
+    (('principal', 11, None), ('host', 11, None), ('operation', 1, None), ('permission_type', 1, None)),
+    (),
+    (),
+)
+_N_DescribeAclsResponse__AclDescription_1 = (
+    _C_Response__AclDescription,
+    True,
+    (('principal', 43, None), ('host', 43, None), ('operation', 33, None), ('permission_type', 33, None)),
+    (),
+    (),
+)
+_N_DescribeAclsResponse__DescribeAclsResource_0 = (
+    _C_Response__DescribeAclsResource,
+    False,
+    (
+        ('resource_type', 1, None),
+        ('resource_name', 11, None),
+        ('acls', 77, _N_DescribeAclsResponse__AclDescription_0),
+    ),
+    (),
+    (('pattern_type', 0, 3),),
+)
+_N_DescribeAclsResponse__DescribeAclsResource_1 = (
+    _C_Response__DescribeAclsResource,
+    False,
+    (
+        ('resource_type', 1, None),
+        ('resource_name', 11, None),
+        ('pattern_type', 1, None),
+        ('acls', 77, _N_DescribeAclsResponse__AclDescription_0),
+    ),
+    (),
+    (),
+)
+_N_DescribeAclsResponse__DescribeAclsResource_2 = (
+    _C_Response__DescribeAclsResource,
+    True,
+    (
+        ('resource_type', 33, None),
+        ('resource_name', 43, None),
+        ('pattern_type', 33, None),
+        ('acls', 109, _N_DescribeAclsResponse__AclDescription_1),
+    ),
+    (),
+    (),
+)
+_N_DescribeAclsResponse_0 = (
+    DescribeAclsResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('error_code', 2, None),
+        ('error_message', 27, None),
+        ('resources', 77, _N_DescribeAclsResponse__DescribeAclsResource_0),
+    ),
+    (),
+    (),
+)
+_N_DescribeAclsResponse_1 = (
+    DescribeAclsResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('error_code', 2, None),
+        ('error_message', 27, None),
+        ('resources', 77, _N_DescribeAclsResponse__DescribeAclsResource_1),
+    ),
+    (),
+    (),
+)
+_N_DescribeAclsResponse_2 = (
+    DescribeAclsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('resources', 109, _N_DescribeAclsResponse__DescribeAclsResource_2),
+    ),
+    (),
+    (),
+)
+DescribeAclsResponse._LAYOUTS = {
+    0: _N_DescribeAclsResponse_0,
+    1: _N_DescribeAclsResponse_1,
+    2: _N_DescribeAclsResponse_2,
+    3: _N_DescribeAclsResponse_2,
+}
+
+codec_path.install(DescribeAclsRequest, DescribeAclsResponse)

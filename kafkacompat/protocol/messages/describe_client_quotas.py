@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -815,6 +815,38 @@ DescribeClientQuotasRequest._WRITERS = {
     0: _w_DescribeClientQuotasRequest_0,
     1: _w_DescribeClientQuotasRequest_1,
 }
+_N_DescribeClientQuotasRequest__ComponentData_0 = (
+    _C_Request__ComponentData,
+    False,
+    (('entity_type', 11, None), ('match_type', 1, None), ('match', 27, None)),
+    (),
+    (),
+)
+_N_DescribeClientQuotasRequest__ComponentData_1 = (
+    _C_Request__ComponentData,
+    True,
+    (('entity_type', 43, None), ('match_type', 33, None), ('match', 59, None)),
+    (),
+    (),
+)
+_N_DescribeClientQuotasRequest_0 = (
+    DescribeClientQuotasRequest,
+    False,
+    (('components', 77, _N_DescribeClientQuotasRequest__ComponentData_0), ('strict', 0, None)),
+    (),
+    (),
+)
+_N_DescribeClientQuotasRequest_1 = (
+    DescribeClientQuotasRequest,
+    True,
+    (('components', 109, _N_DescribeClientQuotasRequest__ComponentData_1), ('strict', 32, None)),
+    (),
+    (),
+)
+DescribeClientQuotasRequest._LAYOUTS = {
+    0: _N_DescribeClientQuotasRequest_0,
+    1: _N_DescribeClientQuotasRequest_1,
+}
 
 _C_Response__EntityData = DescribeClientQuotasResponse.EntityData
 _C_Response__ValueData = DescribeClientQuotasResponse.ValueData
@@ -896,3 +928,81 @@ DescribeClientQuotasResponse._WRITERS = {
     0: _w_DescribeClientQuotasResponse_0,
     1: _w_DescribeClientQuotasResponse_1,
 }
+_N_DescribeClientQuotasResponse__EntityData_0 = (
+    _C_Response__EntityData,
+    False,
+    (('entity_type', 11, None), ('entity_name', 27, None)),
+    (),
+    (),
+)
+_N_DescribeClientQuotasResponse__EntityData_1 = (
+    _C_Response__EntityData,
+    True,
+    (('entity_type', 43, None), ('entity_name', 59, None)),
+    (),
+    (),
+)
+_N_DescribeClientQuotasResponse__ValueData_0 = (
+    _C_Response__ValueData,
+    False,
+    (('key', 11, None), ('value', 7, None)),
+    (),
+    (),
+)
+_N_DescribeClientQuotasResponse__ValueData_1 = (
+    _C_Response__ValueData,
+    True,
+    (('key', 43, None), ('value', 39, None)),
+    (),
+    (),
+)
+_N_DescribeClientQuotasResponse__EntryData_0 = (
+    _C_Response__EntryData,
+    False,
+    (
+        ('entity', 77, _N_DescribeClientQuotasResponse__EntityData_0),
+        ('values', 77, _N_DescribeClientQuotasResponse__ValueData_0),
+    ),
+    (),
+    (),
+)
+_N_DescribeClientQuotasResponse__EntryData_1 = (
+    _C_Response__EntryData,
+    True,
+    (
+        ('entity', 109, _N_DescribeClientQuotasResponse__EntityData_1),
+        ('values', 109, _N_DescribeClientQuotasResponse__ValueData_1),
+    ),
+    (),
+    (),
+)
+_N_DescribeClientQuotasResponse_0 = (
+    DescribeClientQuotasResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('error_code', 2, None),
+        ('error_message', 27, None),
+        ('entries', 93, _N_DescribeClientQuotasResponse__EntryData_0),
+    ),
+    (),
+    (),
+)
+_N_DescribeClientQuotasResponse_1 = (
+    DescribeClientQuotasResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('entries', 125, _N_DescribeClientQuotasResponse__EntryData_1),
+    ),
+    (),
+    (),
+)
+DescribeClientQuotasResponse._LAYOUTS = {
+    0: _N_DescribeClientQuotasResponse_0,
+    1: _N_DescribeClientQuotasResponse_1,
+}
+
+codec_path.install(DescribeClientQuotasRequest, DescribeClientQuotasResponse)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -810,6 +810,36 @@ DescribeClusterRequest._WRITERS = {
     1: _w_DescribeClusterRequest_1,
     2: _w_DescribeClusterRequest_2,
 }
+_N_DescribeClusterRequest_0 = (
+    DescribeClusterRequest,
+    True,
+    (('include_cluster_authorized_operations', 32, None),),
+    (),
+    (('endpoint_type', 0, 1), ('include_fenced_brokers', 0, False)),
+)
+_N_DescribeClusterRequest_1 = (
+    DescribeClusterRequest,
+    True,
+    (('include_cluster_authorized_operations', 32, None), ('endpoint_type', 33, None)),
+    (),
+    (('include_fenced_brokers', 0, False),),
+)
+_N_DescribeClusterRequest_2 = (
+    DescribeClusterRequest,
+    True,
+    (
+        ('include_cluster_authorized_operations', 32, None),
+        ('endpoint_type', 33, None),
+        ('include_fenced_brokers', 32, None),
+    ),
+    (),
+    (),
+)
+DescribeClusterRequest._LAYOUTS = {
+    0: _N_DescribeClusterRequest_0,
+    1: _N_DescribeClusterRequest_1,
+    2: _N_DescribeClusterRequest_2,
+}
 
 _C_Response__DescribeClusterBroker = DescribeClusterResponse.DescribeClusterBroker
 
@@ -870,3 +900,77 @@ DescribeClusterResponse._WRITERS = {
     1: _w_DescribeClusterResponse_1,
     2: _w_DescribeClusterResponse_2,
 }
+_N_DescribeClusterResponse__DescribeClusterBroker_0 = (
+    _C_Response__DescribeClusterBroker,
+    True,
+    (('broker_id', 35, None), ('host', 43, None), ('port', 35, None), ('rack', 59, None)),
+    (),
+    (('is_fenced', 0, False),),
+)
+_N_DescribeClusterResponse__DescribeClusterBroker_1 = (
+    _C_Response__DescribeClusterBroker,
+    True,
+    (
+        ('broker_id', 35, None),
+        ('host', 43, None),
+        ('port', 35, None),
+        ('rack', 59, None),
+        ('is_fenced', 32, None),
+    ),
+    (),
+    (),
+)
+_N_DescribeClusterResponse_0 = (
+    DescribeClusterResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('cluster_id', 43, None),
+        ('controller_id', 35, None),
+        ('brokers', 237, _N_DescribeClusterResponse__DescribeClusterBroker_0),
+        ('cluster_authorized_operations', 35, None),
+    ),
+    (),
+    (('endpoint_type', 0, 1),),
+)
+_N_DescribeClusterResponse_1 = (
+    DescribeClusterResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('endpoint_type', 33, None),
+        ('cluster_id', 43, None),
+        ('controller_id', 35, None),
+        ('brokers', 237, _N_DescribeClusterResponse__DescribeClusterBroker_0),
+        ('cluster_authorized_operations', 35, None),
+    ),
+    (),
+    (),
+)
+_N_DescribeClusterResponse_2 = (
+    DescribeClusterResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('endpoint_type', 33, None),
+        ('cluster_id', 43, None),
+        ('controller_id', 35, None),
+        ('brokers', 237, _N_DescribeClusterResponse__DescribeClusterBroker_1),
+        ('cluster_authorized_operations', 35, None),
+    ),
+    (),
+    (),
+)
+DescribeClusterResponse._LAYOUTS = {
+    0: _N_DescribeClusterResponse_0,
+    1: _N_DescribeClusterResponse_1,
+    2: _N_DescribeClusterResponse_2,
+}
+
+codec_path.install(DescribeClusterRequest, DescribeClusterResponse)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1588,6 +1588,63 @@ DescribeConfigsRequest._WRITERS = {
     3: _w_DescribeConfigsRequest_2,
     4: _w_DescribeConfigsRequest_3,
 }
+_N_DescribeConfigsRequest__DescribeConfigsResource_0 = (
+    _C_Request__DescribeConfigsResource,
+    False,
+    (('resource_type', 1, None), ('resource_name', 11, None), ('configuration_keys', 91, None)),
+    (),
+    (),
+)
+_N_DescribeConfigsRequest__DescribeConfigsResource_1 = (
+    _C_Request__DescribeConfigsResource,
+    True,
+    (('resource_type', 33, None), ('resource_name', 43, None), ('configuration_keys', 123, None)),
+    (),
+    (),
+)
+_N_DescribeConfigsRequest_0 = (
+    DescribeConfigsRequest,
+    False,
+    (('resources', 77, _N_DescribeConfigsRequest__DescribeConfigsResource_0),),
+    (),
+    (('include_synonyms', 0, False), ('include_documentation', 0, False)),
+)
+_N_DescribeConfigsRequest_1 = (
+    DescribeConfigsRequest,
+    False,
+    (('resources', 77, _N_DescribeConfigsRequest__DescribeConfigsResource_0), ('include_synonyms', 0, None)),
+    (),
+    (('include_documentation', 0, False),),
+)
+_N_DescribeConfigsRequest_2 = (
+    DescribeConfigsRequest,
+    False,
+    (
+        ('resources', 77, _N_DescribeConfigsRequest__DescribeConfigsResource_0),
+        ('include_synonyms', 0, None),
+        ('include_documentation', 0, None),
+    ),
+    (),
+    (),
+)
+_N_DescribeConfigsRequest_3 = (
+    DescribeConfigsRequest,
+    True,
+    (
+        ('resources', 109, _N_DescribeConfigsRequest__DescribeConfigsResource_1),
+        ('include_synonyms', 32, None),
+        ('include_documentation', 32, None),
+    ),
+    (),
+    (),
+)
+DescribeConfigsRequest._LAYOUTS = {
+    0: _N_DescribeConfigsRequest_0,
+    1: _N_DescribeConfigsRequest_1,
+    2: _N_DescribeConfigsRequest_1,
+    3: _N_DescribeConfigsRequest_2,
+    4: _N_DescribeConfigsRequest_3,
+}
 
 _C_Response__DescribeConfigsSynonym = DescribeConfigsResponse.DescribeConfigsSynonym
 _C_Response__DescribeConfigsResourceResult = DescribeConfigsResponse.DescribeConfigsResourceResult
@@ -1684,3 +1741,165 @@ DescribeConfigsResponse._WRITERS = {
     3: _w_DescribeConfigsResponse_2,
     4: _w_DescribeConfigsResponse_3,
 }
+_N_DescribeConfigsResponse__DescribeConfigsSynonym_0 = (
+    _C_Response__DescribeConfigsSynonym,
+    False,
+    (('name', 11, None), ('value', 27, None), ('source', 1, None)),
+    (),
+    (),
+)
+_N_DescribeConfigsResponse__DescribeConfigsSynonym_1 = (
+    _C_Response__DescribeConfigsSynonym,
+    True,
+    (('name', 43, None), ('value', 59, None), ('source', 33, None)),
+    (),
+    (),
+)
+_N_DescribeConfigsResponse__DescribeConfigsResourceResult_0 = (
+    _C_Response__DescribeConfigsResourceResult,
+    False,
+    (
+        ('name', 11, None),
+        ('value', 27, None),
+        ('read_only', 0, None),
+        ('is_default', 0, None),
+        ('is_sensitive', 0, None),
+    ),
+    (),
+    (('config_source', 0, -1), ('synonyms', 1, None), ('config_type', 0, 0), ('documentation', 0, "")),
+)
+_N_DescribeConfigsResponse__DescribeConfigsResourceResult_1 = (
+    _C_Response__DescribeConfigsResourceResult,
+    False,
+    (
+        ('name', 11, None),
+        ('value', 27, None),
+        ('read_only', 0, None),
+        ('config_source', 1, None),
+        ('is_sensitive', 0, None),
+        ('synonyms', 77, _N_DescribeConfigsResponse__DescribeConfigsSynonym_0),
+    ),
+    (),
+    (('is_default', 0, False), ('config_type', 0, 0), ('documentation', 0, "")),
+)
+_N_DescribeConfigsResponse__DescribeConfigsResourceResult_2 = (
+    _C_Response__DescribeConfigsResourceResult,
+    False,
+    (
+        ('name', 11, None),
+        ('value', 27, None),
+        ('read_only', 0, None),
+        ('config_source', 1, None),
+        ('is_sensitive', 0, None),
+        ('synonyms', 77, _N_DescribeConfigsResponse__DescribeConfigsSynonym_0),
+        ('config_type', 1, None),
+        ('documentation', 27, None),
+    ),
+    (),
+    (('is_default', 0, False),),
+)
+_N_DescribeConfigsResponse__DescribeConfigsResourceResult_3 = (
+    _C_Response__DescribeConfigsResourceResult,
+    True,
+    (
+        ('name', 43, None),
+        ('value', 59, None),
+        ('read_only', 32, None),
+        ('config_source', 33, None),
+        ('is_sensitive', 32, None),
+        ('synonyms', 109, _N_DescribeConfigsResponse__DescribeConfigsSynonym_1),
+        ('config_type', 33, None),
+        ('documentation', 59, None),
+    ),
+    (),
+    (('is_default', 0, False),),
+)
+_N_DescribeConfigsResponse__DescribeConfigsResult_0 = (
+    _C_Response__DescribeConfigsResult,
+    False,
+    (
+        ('error_code', 2, None),
+        ('error_message', 27, None),
+        ('resource_type', 1, None),
+        ('resource_name', 11, None),
+        ('configs', 77, _N_DescribeConfigsResponse__DescribeConfigsResourceResult_0),
+    ),
+    (),
+    (),
+)
+_N_DescribeConfigsResponse__DescribeConfigsResult_1 = (
+    _C_Response__DescribeConfigsResult,
+    False,
+    (
+        ('error_code', 2, None),
+        ('error_message', 27, None),
+        ('resource_type', 1, None),
+        ('resource_name', 11, None),
+        ('configs', 77, _N_DescribeConfigsResponse__DescribeConfigsResourceResult_1),
+    ),
+    (),
+    (),
+)
+_N_DescribeConfigsResponse__DescribeConfigsResult_2 = (
+    _C_Response__DescribeConfigsResult,
+    False,
+    (
+        ('error_code', 2, None),
+        ('error_message', 27, None),
+        ('resource_type', 1, None),
+        ('resource_name', 11, None),
+        ('configs', 77, _N_DescribeConfigsResponse__DescribeConfigsResourceResult_2),
+    ),
+    (),
+    (),
+)
+_N_DescribeConfigsResponse__DescribeConfigsResult_3 = (
+    _C_Response__DescribeConfigsResult,
+    True,
+    (
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('resource_type', 33, None),
+        ('resource_name', 43, None),
+        ('configs', 109, _N_DescribeConfigsResponse__DescribeConfigsResourceResult_3),
+    ),
+    (),
+    (),
+)
+_N_DescribeConfigsResponse_0 = (
+    DescribeConfigsResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('results', 77, _N_DescribeConfigsResponse__DescribeConfigsResult_0)),
+    (),
+    (),
+)
+_N_DescribeConfigsResponse_1 = (
+    DescribeConfigsResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('results', 77, _N_DescribeConfigsResponse__DescribeConfigsResult_1)),
+    (),
+    (),
+)
+_N_DescribeConfigsResponse_2 = (
+    DescribeConfigsResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('results', 77, _N_DescribeConfigsResponse__DescribeConfigsResult_2)),
+    (),
+    (),
+)
+_N_DescribeConfigsResponse_3 = (
+    DescribeConfigsResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('results', 109, _N_DescribeConfigsResponse__DescribeConfigsResult_3)),
+    (),
+    (),
+)
+DescribeConfigsResponse._LAYOUTS = {
+    0: _N_DescribeConfigsResponse_0,
+    1: _N_DescribeConfigsResponse_1,
+    2: _N_DescribeConfigsResponse_1,
+    3: _N_DescribeConfigsResponse_2,
+    4: _N_DescribeConfigsResponse_3,
+}
+
+codec_path.install(DescribeConfigsRequest, DescribeConfigsResponse)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1107,6 +1107,40 @@ DescribeDelegationTokenRequest._WRITERS = {
     2: _w_DescribeDelegationTokenRequest_1,
     3: _w_DescribeDelegationTokenRequest_1,
 }
+_N_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner_0 = (
+    _C_Request__DescribeDelegationTokenOwner,
+    False,
+    (('principal_type', 11, None), ('principal_name', 11, None)),
+    (),
+    (),
+)
+_N_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner_1 = (
+    _C_Request__DescribeDelegationTokenOwner,
+    True,
+    (('principal_type', 43, None), ('principal_name', 43, None)),
+    (),
+    (),
+)
+_N_DescribeDelegationTokenRequest_0 = (
+    DescribeDelegationTokenRequest,
+    False,
+    (('owners', 93, _N_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner_0),),
+    (),
+    (),
+)
+_N_DescribeDelegationTokenRequest_1 = (
+    DescribeDelegationTokenRequest,
+    True,
+    (('owners', 125, _N_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner_1),),
+    (),
+    (),
+)
+DescribeDelegationTokenRequest._LAYOUTS = {
+    0: _N_DescribeDelegationTokenRequest_0,
+    1: _N_DescribeDelegationTokenRequest_0,
+    2: _N_DescribeDelegationTokenRequest_1,
+    3: _N_DescribeDelegationTokenRequest_1,
+}
 
 _C_Response__DescribedDelegationTokenRenewer = DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer
 _C_Response__DescribedDelegationToken = DescribeDelegationTokenResponse.DescribedDelegationToken
@@ -1184,3 +1218,108 @@ DescribeDelegationTokenResponse._WRITERS = {
     2: _w_DescribeDelegationTokenResponse_1,
     3: _w_DescribeDelegationTokenResponse_2,
 }
+_N_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_0 = (
+    _C_Response__DescribedDelegationTokenRenewer,
+    False,
+    (('principal_type', 11, None), ('principal_name', 11, None)),
+    (),
+    (),
+)
+_N_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_1 = (
+    _C_Response__DescribedDelegationTokenRenewer,
+    True,
+    (('principal_type', 43, None), ('principal_name', 43, None)),
+    (),
+    (),
+)
+_N_DescribeDelegationTokenResponse__DescribedDelegationToken_0 = (
+    _C_Response__DescribedDelegationToken,
+    False,
+    (
+        ('principal_type', 11, None),
+        ('principal_name', 11, None),
+        ('issue_timestamp', 4, None),
+        ('expiry_timestamp', 4, None),
+        ('max_timestamp', 4, None),
+        ('token_id', 11, None),
+        ('hmac', 12, None),
+        ('renewers', 77, _N_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_0),
+    ),
+    (),
+    (('token_requester_principal_type', 0, ""), ('token_requester_principal_name', 0, "")),
+)
+_N_DescribeDelegationTokenResponse__DescribedDelegationToken_1 = (
+    _C_Response__DescribedDelegationToken,
+    True,
+    (
+        ('principal_type', 43, None),
+        ('principal_name', 43, None),
+        ('issue_timestamp', 36, None),
+        ('expiry_timestamp', 36, None),
+        ('max_timestamp', 36, None),
+        ('token_id', 43, None),
+        ('hmac', 44, None),
+        ('renewers', 109, _N_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_1),
+    ),
+    (),
+    (('token_requester_principal_type', 0, ""), ('token_requester_principal_name', 0, "")),
+)
+_N_DescribeDelegationTokenResponse__DescribedDelegationToken_2 = (
+    _C_Response__DescribedDelegationToken,
+    True,
+    (
+        ('principal_type', 43, None),
+        ('principal_name', 43, None),
+        ('token_requester_principal_type', 43, None),
+        ('token_requester_principal_name', 43, None),
+        ('issue_timestamp', 36, None),
+        ('expiry_timestamp', 36, None),
+        ('max_timestamp', 36, None),
+        ('token_id', 43, None),
+        ('hmac', 44, None),
+        ('renewers', 109, _N_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_1),
+    ),
+    (),
+    (),
+)
+_N_DescribeDelegationTokenResponse_0 = (
+    DescribeDelegationTokenResponse,
+    False,
+    (
+        ('error_code', 2, None),
+        ('tokens', 77, _N_DescribeDelegationTokenResponse__DescribedDelegationToken_0),
+        ('throttle_time_ms', 3, None),
+    ),
+    (),
+    (),
+)
+_N_DescribeDelegationTokenResponse_1 = (
+    DescribeDelegationTokenResponse,
+    True,
+    (
+        ('error_code', 34, None),
+        ('tokens', 109, _N_DescribeDelegationTokenResponse__DescribedDelegationToken_1),
+        ('throttle_time_ms', 35, None),
+    ),
+    (),
+    (),
+)
+_N_DescribeDelegationTokenResponse_2 = (
+    DescribeDelegationTokenResponse,
+    True,
+    (
+        ('error_code', 34, None),
+        ('tokens', 109, _N_DescribeDelegationTokenResponse__DescribedDelegationToken_2),
+        ('throttle_time_ms', 35, None),
+    ),
+    (),
+    (),
+)
+DescribeDelegationTokenResponse._LAYOUTS = {
+    0: _N_DescribeDelegationTokenResponse_0,
+    1: _N_DescribeDelegationTokenResponse_0,
+    2: _N_DescribeDelegationTokenResponse_1,
+    3: _N_DescribeDelegationTokenResponse_2,
+}
+
+codec_path.install(DescribeDelegationTokenRequest, DescribeDelegationTokenResponse)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1745,6 +1745,36 @@ DescribeGroupsRequest._WRITERS = {
     5: _w_DescribeGroupsRequest_2,
     6: _w_DescribeGroupsRequest_2,
 }
+_N_DescribeGroupsRequest_0 = (
+    DescribeGroupsRequest,
+    False,
+    (('groups', 75, None),),
+    (),
+    (('include_authorized_operations', 0, False),),
+)
+_N_DescribeGroupsRequest_1 = (
+    DescribeGroupsRequest,
+    False,
+    (('groups', 75, None), ('include_authorized_operations', 0, None)),
+    (),
+    (),
+)
+_N_DescribeGroupsRequest_2 = (
+    DescribeGroupsRequest,
+    True,
+    (('groups', 107, None), ('include_authorized_operations', 32, None)),
+    (),
+    (),
+)
+DescribeGroupsRequest._LAYOUTS = {
+    0: _N_DescribeGroupsRequest_0,
+    1: _N_DescribeGroupsRequest_0,
+    2: _N_DescribeGroupsRequest_0,
+    3: _N_DescribeGroupsRequest_1,
+    4: _N_DescribeGroupsRequest_1,
+    5: _N_DescribeGroupsRequest_2,
+    6: _N_DescribeGroupsRequest_2,
+}
 
 _C_Response__DescribedGroupMember = DescribeGroupsResponse.DescribedGroupMember
 _C_Response__DescribedGroup = DescribeGroupsResponse.DescribedGroup
@@ -1829,3 +1859,172 @@ DescribeGroupsResponse._WRITERS = {
     5: _w_DescribeGroupsResponse_4,
     6: _w_DescribeGroupsResponse_5,
 }
+_N_DescribeGroupsResponse__DescribedGroupMember_0 = (
+    _C_Response__DescribedGroupMember,
+    False,
+    (
+        ('member_id', 11, None),
+        ('client_id', 11, None),
+        ('client_host', 11, None),
+        ('member_metadata', 12, None),
+        ('member_assignment', 12, None),
+    ),
+    (),
+    (('group_instance_id', 0, None),),
+)
+_N_DescribeGroupsResponse__DescribedGroupMember_1 = (
+    _C_Response__DescribedGroupMember,
+    False,
+    (
+        ('member_id', 11, None),
+        ('group_instance_id', 27, None),
+        ('client_id', 11, None),
+        ('client_host', 11, None),
+        ('member_metadata', 12, None),
+        ('member_assignment', 12, None),
+    ),
+    (),
+    (),
+)
+_N_DescribeGroupsResponse__DescribedGroupMember_2 = (
+    _C_Response__DescribedGroupMember,
+    True,
+    (
+        ('member_id', 43, None),
+        ('group_instance_id', 59, None),
+        ('client_id', 43, None),
+        ('client_host', 43, None),
+        ('member_metadata', 44, None),
+        ('member_assignment', 44, None),
+    ),
+    (),
+    (),
+)
+_N_DescribeGroupsResponse__DescribedGroup_0 = (
+    _C_Response__DescribedGroup,
+    False,
+    (
+        ('error_code', 2, None),
+        ('group_id', 11, None),
+        ('group_state', 11, None),
+        ('protocol_type', 11, None),
+        ('protocol_data', 11, None),
+        ('members', 77, _N_DescribeGroupsResponse__DescribedGroupMember_0),
+    ),
+    (),
+    (('error_message', 0, None), ('authorized_operations', 0, -2147483648)),
+)
+_N_DescribeGroupsResponse__DescribedGroup_1 = (
+    _C_Response__DescribedGroup,
+    False,
+    (
+        ('error_code', 2, None),
+        ('group_id', 11, None),
+        ('group_state', 11, None),
+        ('protocol_type', 11, None),
+        ('protocol_data', 11, None),
+        ('members', 77, _N_DescribeGroupsResponse__DescribedGroupMember_0),
+        ('authorized_operations', 3, None),
+    ),
+    (),
+    (('error_message', 0, None),),
+)
+_N_DescribeGroupsResponse__DescribedGroup_2 = (
+    _C_Response__DescribedGroup,
+    False,
+    (
+        ('error_code', 2, None),
+        ('group_id', 11, None),
+        ('group_state', 11, None),
+        ('protocol_type', 11, None),
+        ('protocol_data', 11, None),
+        ('members', 77, _N_DescribeGroupsResponse__DescribedGroupMember_1),
+        ('authorized_operations', 3, None),
+    ),
+    (),
+    (('error_message', 0, None),),
+)
+_N_DescribeGroupsResponse__DescribedGroup_3 = (
+    _C_Response__DescribedGroup,
+    True,
+    (
+        ('error_code', 34, None),
+        ('group_id', 43, None),
+        ('group_state', 43, None),
+        ('protocol_type', 43, None),
+        ('protocol_data', 43, None),
+        ('members', 109, _N_DescribeGroupsResponse__DescribedGroupMember_2),
+        ('authorized_operations', 35, None),
+    ),
+    (),
+    (('error_message', 0, None),),
+)
+_N_DescribeGroupsResponse__DescribedGroup_4 = (
+    _C_Response__DescribedGroup,
+    True,
+    (
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('group_id', 43, None),
+        ('group_state', 43, None),
+        ('protocol_type', 43, None),
+        ('protocol_data', 43, None),
+        ('members', 109, _N_DescribeGroupsResponse__DescribedGroupMember_2),
+        ('authorized_operations', 35, None),
+    ),
+    (),
+    (),
+)
+_N_DescribeGroupsResponse_0 = (
+    DescribeGroupsResponse,
+    False,
+    (('groups', 77, _N_DescribeGroupsResponse__DescribedGroup_0),),
+    (),
+    (('throttle_time_ms', 0, 0),),
+)
+_N_DescribeGroupsResponse_1 = (
+    DescribeGroupsResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('groups', 77, _N_DescribeGroupsResponse__DescribedGroup_0)),
+    (),
+    (),
+)
+_N_DescribeGroupsResponse_2 = (
+    DescribeGroupsResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('groups', 77, _N_DescribeGroupsResponse__DescribedGroup_1)),
+    (),
+    (),
+)
+_N_DescribeGroupsResponse_3 = (
+    DescribeGroupsResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('groups', 77, _N_DescribeGroupsResponse__DescribedGroup_2)),
+    (),
+    (),
+)
+_N_DescribeGroupsResponse_4 = (
+    DescribeGroupsResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('groups', 109, _N_DescribeGroupsResponse__DescribedGroup_3)),
+    (),
+    (),
+)
+_N_DescribeGroupsResponse_5 = (
+    DescribeGroupsResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('groups', 109, _N_DescribeGroupsResponse__DescribedGroup_4)),
+    (),
+    (),
+)
+DescribeGroupsResponse._LAYOUTS = {
+    0: _N_DescribeGroupsResponse_0,
+    1: _N_DescribeGroupsResponse_1,
+    2: _N_DescribeGroupsResponse_1,
+    3: _N_DescribeGroupsResponse_2,
+    4: _N_DescribeGroupsResponse_3,
+    5: _N_DescribeGroupsResponse_4,
+    6: _N_DescribeGroupsResponse_5,
+}
+
+codec_path.install(DescribeGroupsRequest, DescribeGroupsResponse)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1537,6 +1537,42 @@ DescribeLogDirsRequest._WRITERS = {
     4: _w_DescribeLogDirsRequest_1,
     5: _w_DescribeLogDirsRequest_1,
 }
+_N_DescribeLogDirsRequest__DescribableLogDirTopic_0 = (
+    _C_Request__DescribableLogDirTopic,
+    False,
+    (('topic', 11, None), ('partitions', 67, None)),
+    (),
+    (),
+)
+_N_DescribeLogDirsRequest__DescribableLogDirTopic_1 = (
+    _C_Request__DescribableLogDirTopic,
+    True,
+    (('topic', 43, None), ('partitions', 99, None)),
+    (),
+    (),
+)
+_N_DescribeLogDirsRequest_0 = (
+    DescribeLogDirsRequest,
+    False,
+    (('topics', 221, _N_DescribeLogDirsRequest__DescribableLogDirTopic_0),),
+    (),
+    (),
+)
+_N_DescribeLogDirsRequest_1 = (
+    DescribeLogDirsRequest,
+    True,
+    (('topics', 253, _N_DescribeLogDirsRequest__DescribableLogDirTopic_1),),
+    (),
+    (),
+)
+DescribeLogDirsRequest._LAYOUTS = {
+    0: _N_DescribeLogDirsRequest_0,
+    1: _N_DescribeLogDirsRequest_0,
+    2: _N_DescribeLogDirsRequest_1,
+    3: _N_DescribeLogDirsRequest_1,
+    4: _N_DescribeLogDirsRequest_1,
+    5: _N_DescribeLogDirsRequest_1,
+}
 
 _C_Response__DescribeLogDirsPartition = DescribeLogDirsResponse.DescribeLogDirsPartition
 _C_Response__DescribeLogDirsTopic = DescribeLogDirsResponse.DescribeLogDirsTopic
@@ -1611,3 +1647,147 @@ DescribeLogDirsResponse._WRITERS = {
     4: _w_DescribeLogDirsResponse_3,
     5: _w_DescribeLogDirsResponse_4,
 }
+_N_DescribeLogDirsResponse__DescribeLogDirsPartition_0 = (
+    _C_Response__DescribeLogDirsPartition,
+    False,
+    (
+        ('partition_index', 3, None),
+        ('partition_size', 4, None),
+        ('offset_lag', 4, None),
+        ('is_future_key', 0, None),
+    ),
+    (),
+    (),
+)
+_N_DescribeLogDirsResponse__DescribeLogDirsPartition_1 = (
+    _C_Response__DescribeLogDirsPartition,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('partition_size', 36, None),
+        ('offset_lag', 36, None),
+        ('is_future_key', 32, None),
+    ),
+    (),
+    (),
+)
+_N_DescribeLogDirsResponse__DescribeLogDirsTopic_0 = (
+    _C_Response__DescribeLogDirsTopic,
+    False,
+    (('name', 11, None), ('partitions', 77, _N_DescribeLogDirsResponse__DescribeLogDirsPartition_0)),
+    (),
+    (),
+)
+_N_DescribeLogDirsResponse__DescribeLogDirsTopic_1 = (
+    _C_Response__DescribeLogDirsTopic,
+    True,
+    (('name', 43, None), ('partitions', 109, _N_DescribeLogDirsResponse__DescribeLogDirsPartition_1)),
+    (),
+    (),
+)
+_N_DescribeLogDirsResponse__DescribeLogDirsResult_0 = (
+    _C_Response__DescribeLogDirsResult,
+    False,
+    (
+        ('error_code', 2, None),
+        ('log_dir', 11, None),
+        ('topics', 77, _N_DescribeLogDirsResponse__DescribeLogDirsTopic_0),
+    ),
+    (),
+    (('total_bytes', 0, -1), ('usable_bytes', 0, -1), ('is_cordoned', 0, False)),
+)
+_N_DescribeLogDirsResponse__DescribeLogDirsResult_1 = (
+    _C_Response__DescribeLogDirsResult,
+    True,
+    (
+        ('error_code', 34, None),
+        ('log_dir', 43, None),
+        ('topics', 109, _N_DescribeLogDirsResponse__DescribeLogDirsTopic_1),
+    ),
+    (),
+    (('total_bytes', 0, -1), ('usable_bytes', 0, -1), ('is_cordoned', 0, False)),
+)
+_N_DescribeLogDirsResponse__DescribeLogDirsResult_2 = (
+    _C_Response__DescribeLogDirsResult,
+    True,
+    (
+        ('error_code', 34, None),
+        ('log_dir', 43, None),
+        ('topics', 109, _N_DescribeLogDirsResponse__DescribeLogDirsTopic_1),
+        ('total_bytes', 36, None),
+        ('usable_bytes', 36, None),
+    ),
+    (),
+    (('is_cordoned', 0, False),),
+)
+_N_DescribeLogDirsResponse__DescribeLogDirsResult_3 = (
+    _C_Response__DescribeLogDirsResult,
+    True,
+    (
+        ('error_code', 34, None),
+        ('log_dir', 43, None),
+        ('topics', 109, _N_DescribeLogDirsResponse__DescribeLogDirsTopic_1),
+        ('total_bytes', 36, None),
+        ('usable_bytes', 36, None),
+        ('is_cordoned', 32, None),
+    ),
+    (),
+    (),
+)
+_N_DescribeLogDirsResponse_0 = (
+    DescribeLogDirsResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('results', 77, _N_DescribeLogDirsResponse__DescribeLogDirsResult_0)),
+    (),
+    (('error_code', 0, 0),),
+)
+_N_DescribeLogDirsResponse_1 = (
+    DescribeLogDirsResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('results', 109, _N_DescribeLogDirsResponse__DescribeLogDirsResult_1)),
+    (),
+    (('error_code', 0, 0),),
+)
+_N_DescribeLogDirsResponse_2 = (
+    DescribeLogDirsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('results', 109, _N_DescribeLogDirsResponse__DescribeLogDirsResult_1),
+    ),
+    (),
+    (),
+)
+_N_DescribeLogDirsResponse_3 = (
+    DescribeLogDirsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('results', 109, _N_DescribeLogDirsResponse__DescribeLogDirsResult_2),
+    ),
+    (),
+    (),
+)
+_N_DescribeLogDirsResponse_4 = (
+    DescribeLogDirsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('results', 109, _N_DescribeLogDirsResponse__DescribeLogDirsResult_3),
+    ),
+    (),
+    (),
+)
+DescribeLogDirsResponse._LAYOUTS = {
+    0: _N_DescribeLogDirsResponse_0,
+    1: _N_DescribeLogDirsResponse_0,
+    2: _N_DescribeLogDirsResponse_1,
+    3: _N_DescribeLogDirsResponse_2,
+    4: _N_DescribeLogDirsResponse_3,
+    5: _N_DescribeLogDirsResponse_4,
+}
+
+codec_path.install(DescribeLogDirsRequest, DescribeLogDirsResponse)

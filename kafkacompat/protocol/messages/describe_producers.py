@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -590,6 +590,21 @@ _C_Request__TopicRequest._FIELDS = (
 )
 DescribeProducersRequest._READERS = {0: _r_DescribeProducersRequest_0}
 DescribeProducersRequest._WRITERS = {0: _w_DescribeProducersRequest_0}
+_N_DescribeProducersRequest__TopicRequest_0 = (
+    _C_Request__TopicRequest,
+    True,
+    (('name', 43, None), ('partition_indexes', 99, None)),
+    (),
+    (),
+)
+_N_DescribeProducersRequest_0 = (
+    DescribeProducersRequest,
+    True,
+    (('topics', 237, _N_DescribeProducersRequest__TopicRequest_0),),
+    (),
+    (),
+)
+DescribeProducersRequest._LAYOUTS = {0: _N_DescribeProducersRequest_0}
 
 _C_Response__ProducerState = DescribeProducersResponse.ProducerState
 _C_Response__PartitionResponse = DescribeProducersResponse.PartitionResponse
@@ -669,3 +684,46 @@ _C_Response__TopicResponse._FIELDS = (
 )
 DescribeProducersResponse._READERS = {0: _r_DescribeProducersResponse_0}
 DescribeProducersResponse._WRITERS = {0: _w_DescribeProducersResponse_0}
+_N_DescribeProducersResponse__ProducerState_0 = (
+    _C_Response__ProducerState,
+    True,
+    (
+        ('producer_id', 36, None),
+        ('producer_epoch', 35, None),
+        ('last_sequence', 35, None),
+        ('last_timestamp', 36, None),
+        ('coordinator_epoch', 35, None),
+        ('current_txn_start_offset', 36, None),
+    ),
+    (),
+    (),
+)
+_N_DescribeProducersResponse__PartitionResponse_0 = (
+    _C_Response__PartitionResponse,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('active_producers', 109, _N_DescribeProducersResponse__ProducerState_0),
+    ),
+    (),
+    (),
+)
+_N_DescribeProducersResponse__TopicResponse_0 = (
+    _C_Response__TopicResponse,
+    True,
+    (('name', 43, None), ('partitions', 109, _N_DescribeProducersResponse__PartitionResponse_0)),
+    (),
+    (),
+)
+_N_DescribeProducersResponse_0 = (
+    DescribeProducersResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('topics', 109, _N_DescribeProducersResponse__TopicResponse_0)),
+    (),
+    (),
+)
+DescribeProducersResponse._LAYOUTS = {0: _N_DescribeProducersResponse_0}
+
+codec_path.install(DescribeProducersRequest, DescribeProducersResponse)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1596,6 +1596,32 @@ DescribeQuorumRequest._WRITERS = {
     1: _w_DescribeQuorumRequest_0,
     2: _w_DescribeQuorumRequest_0,
 }
+_N_DescribeQuorumRequest__PartitionData_0 = (
+    _C_Request__PartitionData,
+    True,
+    (('partition_index', 35, None),),
+    (),
+    (),
+)
+_N_DescribeQuorumRequest__TopicData_0 = (
+    _C_Request__TopicData,
+    True,
+    (('topic_name', 43, None), ('partitions', 109, _N_DescribeQuorumRequest__PartitionData_0)),
+    (),
+    (),
+)
+_N_DescribeQuorumRequest_0 = (
+    DescribeQuorumRequest,
+    True,
+    (('topics', 109, _N_DescribeQuorumRequest__TopicData_0),),
+    (),
+    (),
+)
+DescribeQuorumRequest._LAYOUTS = {
+    0: _N_DescribeQuorumRequest_0,
+    1: _N_DescribeQuorumRequest_0,
+    2: _N_DescribeQuorumRequest_0,
+}
 
 _C_Response__ReplicaState = DescribeQuorumResponse.ReplicaState
 _C_Response__PartitionData = DescribeQuorumResponse.PartitionData
@@ -1719,3 +1745,149 @@ DescribeQuorumResponse._WRITERS = {
     1: _w_DescribeQuorumResponse_1,
     2: _w_DescribeQuorumResponse_2,
 }
+_N_DescribeQuorumResponse__ReplicaState_0 = (
+    _C_Response__ReplicaState,
+    True,
+    (('replica_id', 35, None), ('log_end_offset', 36, None)),
+    (),
+    (('replica_directory_id', 4, None), ('last_fetch_timestamp', 0, -1), ('last_caught_up_timestamp', 0, -1)),
+)
+_N_DescribeQuorumResponse__ReplicaState_1 = (
+    _C_Response__ReplicaState,
+    True,
+    (
+        ('replica_id', 35, None),
+        ('log_end_offset', 36, None),
+        ('last_fetch_timestamp', 36, None),
+        ('last_caught_up_timestamp', 36, None),
+    ),
+    (),
+    (('replica_directory_id', 4, None),),
+)
+_N_DescribeQuorumResponse__ReplicaState_2 = (
+    _C_Response__ReplicaState,
+    True,
+    (
+        ('replica_id', 35, None),
+        ('replica_directory_id', 42, None),
+        ('log_end_offset', 36, None),
+        ('last_fetch_timestamp', 36, None),
+        ('last_caught_up_timestamp', 36, None),
+    ),
+    (),
+    (),
+)
+_N_DescribeQuorumResponse__PartitionData_0 = (
+    _C_Response__PartitionData,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('error_code', 34, None),
+        ('leader_id', 35, None),
+        ('leader_epoch', 35, None),
+        ('high_watermark', 36, None),
+        ('current_voters', 109, _N_DescribeQuorumResponse__ReplicaState_0),
+        ('observers', 109, _N_DescribeQuorumResponse__ReplicaState_0),
+    ),
+    (),
+    (('error_message', 0, ""),),
+)
+_N_DescribeQuorumResponse__PartitionData_1 = (
+    _C_Response__PartitionData,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('error_code', 34, None),
+        ('leader_id', 35, None),
+        ('leader_epoch', 35, None),
+        ('high_watermark', 36, None),
+        ('current_voters', 109, _N_DescribeQuorumResponse__ReplicaState_1),
+        ('observers', 109, _N_DescribeQuorumResponse__ReplicaState_1),
+    ),
+    (),
+    (('error_message', 0, ""),),
+)
+_N_DescribeQuorumResponse__PartitionData_2 = (
+    _C_Response__PartitionData,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('leader_id', 35, None),
+        ('leader_epoch', 35, None),
+        ('high_watermark', 36, None),
+        ('current_voters', 109, _N_DescribeQuorumResponse__ReplicaState_2),
+        ('observers', 109, _N_DescribeQuorumResponse__ReplicaState_2),
+    ),
+    (),
+    (),
+)
+_N_DescribeQuorumResponse__TopicData_0 = (
+    _C_Response__TopicData,
+    True,
+    (('topic_name', 43, None), ('partitions', 109, _N_DescribeQuorumResponse__PartitionData_0)),
+    (),
+    (),
+)
+_N_DescribeQuorumResponse__TopicData_1 = (
+    _C_Response__TopicData,
+    True,
+    (('topic_name', 43, None), ('partitions', 109, _N_DescribeQuorumResponse__PartitionData_1)),
+    (),
+    (),
+)
+_N_DescribeQuorumResponse__TopicData_2 = (
+    _C_Response__TopicData,
+    True,
+    (('topic_name', 43, None), ('partitions', 109, _N_DescribeQuorumResponse__PartitionData_2)),
+    (),
+    (),
+)
+_N_DescribeQuorumResponse__Listener_0 = (
+    _C_Response__Listener,
+    True,
+    (('name', 43, None), ('host', 43, None), ('port', 37, None)),
+    (),
+    (),
+)
+_N_DescribeQuorumResponse__Node_0 = (
+    _C_Response__Node,
+    True,
+    (('node_id', 35, None), ('listeners', 237, _N_DescribeQuorumResponse__Listener_0)),
+    (),
+    (),
+)
+_N_DescribeQuorumResponse_0 = (
+    DescribeQuorumResponse,
+    True,
+    (('error_code', 34, None), ('topics', 109, _N_DescribeQuorumResponse__TopicData_0)),
+    (),
+    (('error_message', 0, ""), ('nodes', 2, None)),
+)
+_N_DescribeQuorumResponse_1 = (
+    DescribeQuorumResponse,
+    True,
+    (('error_code', 34, None), ('topics', 109, _N_DescribeQuorumResponse__TopicData_1)),
+    (),
+    (('error_message', 0, ""), ('nodes', 2, None)),
+)
+_N_DescribeQuorumResponse_2 = (
+    DescribeQuorumResponse,
+    True,
+    (
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('topics', 109, _N_DescribeQuorumResponse__TopicData_2),
+        ('nodes', 237, _N_DescribeQuorumResponse__Node_0),
+    ),
+    (),
+    (),
+)
+DescribeQuorumResponse._LAYOUTS = {
+    0: _N_DescribeQuorumResponse_0,
+    1: _N_DescribeQuorumResponse_1,
+    2: _N_DescribeQuorumResponse_2,
+}
+
+codec_path.install(DescribeQuorumRequest, DescribeQuorumResponse)

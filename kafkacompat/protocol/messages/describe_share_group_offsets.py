@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1046,6 +1046,34 @@ DescribeShareGroupOffsetsRequest._WRITERS = {
     0: _w_DescribeShareGroupOffsetsRequest_0,
     1: _w_DescribeShareGroupOffsetsRequest_0,
 }
+_N_DescribeShareGroupOffsetsRequest__DescribeShareGroupOffsetsRequestTopic_0 = (
+    _C_Request__DescribeShareGroupOffsetsRequestTopic,
+    True,
+    (('topic_name', 43, None), ('partitions', 99, None)),
+    (),
+    (),
+)
+_N_DescribeShareGroupOffsetsRequest__DescribeShareGroupOffsetsRequestGroup_0 = (
+    _C_Request__DescribeShareGroupOffsetsRequestGroup,
+    True,
+    (
+        ('group_id', 43, None),
+        ('topics', 125, _N_DescribeShareGroupOffsetsRequest__DescribeShareGroupOffsetsRequestTopic_0),
+    ),
+    (),
+    (),
+)
+_N_DescribeShareGroupOffsetsRequest_0 = (
+    DescribeShareGroupOffsetsRequest,
+    True,
+    (('groups', 109, _N_DescribeShareGroupOffsetsRequest__DescribeShareGroupOffsetsRequestGroup_0),),
+    (),
+    (),
+)
+DescribeShareGroupOffsetsRequest._LAYOUTS = {
+    0: _N_DescribeShareGroupOffsetsRequest_0,
+    1: _N_DescribeShareGroupOffsetsRequest_0,
+}
 
 _C_Response__DescribeShareGroupOffsetsResponsePartition = (
     DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition
@@ -1138,3 +1166,110 @@ DescribeShareGroupOffsetsResponse._WRITERS = {
     0: _w_DescribeShareGroupOffsetsResponse_0,
     1: _w_DescribeShareGroupOffsetsResponse_1,
 }
+_N_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponsePartition_0 = (
+    _C_Response__DescribeShareGroupOffsetsResponsePartition,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('start_offset', 36, None),
+        ('leader_epoch', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+    ),
+    (),
+    (('lag', 0, -1),),
+)
+_N_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponsePartition_1 = (
+    _C_Response__DescribeShareGroupOffsetsResponsePartition,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('start_offset', 36, None),
+        ('leader_epoch', 35, None),
+        ('lag', 36, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+    ),
+    (),
+    (),
+)
+_N_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponseTopic_0 = (
+    _C_Response__DescribeShareGroupOffsetsResponseTopic,
+    True,
+    (
+        ('topic_name', 43, None),
+        ('topic_id', 42, None),
+        (
+            'partitions',
+            109,
+            _N_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponsePartition_0,
+        ),
+    ),
+    (),
+    (),
+)
+_N_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponseTopic_1 = (
+    _C_Response__DescribeShareGroupOffsetsResponseTopic,
+    True,
+    (
+        ('topic_name', 43, None),
+        ('topic_id', 42, None),
+        (
+            'partitions',
+            109,
+            _N_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponsePartition_1,
+        ),
+    ),
+    (),
+    (),
+)
+_N_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponseGroup_0 = (
+    _C_Response__DescribeShareGroupOffsetsResponseGroup,
+    True,
+    (
+        ('group_id', 43, None),
+        ('topics', 109, _N_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponseTopic_0),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+    ),
+    (),
+    (),
+)
+_N_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponseGroup_1 = (
+    _C_Response__DescribeShareGroupOffsetsResponseGroup,
+    True,
+    (
+        ('group_id', 43, None),
+        ('topics', 109, _N_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponseTopic_1),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+    ),
+    (),
+    (),
+)
+_N_DescribeShareGroupOffsetsResponse_0 = (
+    DescribeShareGroupOffsetsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('groups', 109, _N_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponseGroup_0),
+    ),
+    (),
+    (),
+)
+_N_DescribeShareGroupOffsetsResponse_1 = (
+    DescribeShareGroupOffsetsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('groups', 109, _N_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponseGroup_1),
+    ),
+    (),
+    (),
+)
+DescribeShareGroupOffsetsResponse._LAYOUTS = {
+    0: _N_DescribeShareGroupOffsetsResponse_0,
+    1: _N_DescribeShareGroupOffsetsResponse_1,
+}
+
+codec_path.install(DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse)

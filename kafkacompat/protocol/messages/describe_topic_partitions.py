@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -847,6 +847,32 @@ _C_Request__Cursor._FIELDS = (
 )
 DescribeTopicPartitionsRequest._READERS = {0: _r_DescribeTopicPartitionsRequest_0}
 DescribeTopicPartitionsRequest._WRITERS = {0: _w_DescribeTopicPartitionsRequest_0}
+_N_DescribeTopicPartitionsRequest__TopicRequest_0 = (
+    _C_Request__TopicRequest,
+    True,
+    (('name', 43, None),),
+    (),
+    (),
+)
+_N_DescribeTopicPartitionsRequest__Cursor_0 = (
+    _C_Request__Cursor,
+    True,
+    (('topic_name', 43, None), ('partition_index', 35, None)),
+    (),
+    (),
+)
+_N_DescribeTopicPartitionsRequest_0 = (
+    DescribeTopicPartitionsRequest,
+    True,
+    (
+        ('topics', 109, _N_DescribeTopicPartitionsRequest__TopicRequest_0),
+        ('response_partition_limit', 35, None),
+        ('cursor', 61, _N_DescribeTopicPartitionsRequest__Cursor_0),
+    ),
+    (),
+    (),
+)
+DescribeTopicPartitionsRequest._LAYOUTS = {0: _N_DescribeTopicPartitionsRequest_0}
 
 _C_Response__DescribeTopicPartitionsResponsePartition = (
     DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition
@@ -946,3 +972,55 @@ _C_Response__Cursor._FIELDS = (
 )
 DescribeTopicPartitionsResponse._READERS = {0: _r_DescribeTopicPartitionsResponse_0}
 DescribeTopicPartitionsResponse._WRITERS = {0: _w_DescribeTopicPartitionsResponse_0}
+_N_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition_0 = (
+    _C_Response__DescribeTopicPartitionsResponsePartition,
+    True,
+    (
+        ('error_code', 34, None),
+        ('partition_index', 35, None),
+        ('leader_id', 35, None),
+        ('leader_epoch', 35, None),
+        ('replica_nodes', 99, None),
+        ('isr_nodes', 99, None),
+        ('eligible_leader_replicas', 115, None),
+        ('last_known_elr', 115, None),
+        ('offline_replicas', 99, None),
+    ),
+    (),
+    (),
+)
+_N_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponseTopic_0 = (
+    _C_Response__DescribeTopicPartitionsResponseTopic,
+    True,
+    (
+        ('error_code', 34, None),
+        ('name', 59, None),
+        ('topic_id', 42, None),
+        ('is_internal', 32, None),
+        ('partitions', 109, _N_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition_0),
+        ('topic_authorized_operations', 35, None),
+    ),
+    (),
+    (),
+)
+_N_DescribeTopicPartitionsResponse__Cursor_0 = (
+    _C_Response__Cursor,
+    True,
+    (('topic_name', 43, None), ('partition_index', 35, None)),
+    (),
+    (),
+)
+_N_DescribeTopicPartitionsResponse_0 = (
+    DescribeTopicPartitionsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('topics', 237, _N_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponseTopic_0),
+        ('next_cursor', 61, _N_DescribeTopicPartitionsResponse__Cursor_0),
+    ),
+    (),
+    (),
+)
+DescribeTopicPartitionsResponse._LAYOUTS = {0: _N_DescribeTopicPartitionsResponse_0}
+
+codec_path.install(DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse)

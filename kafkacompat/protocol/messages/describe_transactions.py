@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -446,6 +446,14 @@ DescribeTransactionsRequest._FIELDS = (
 )
 DescribeTransactionsRequest._READERS = {0: _r_DescribeTransactionsRequest_0}
 DescribeTransactionsRequest._WRITERS = {0: _w_DescribeTransactionsRequest_0}
+_N_DescribeTransactionsRequest_0 = (
+    DescribeTransactionsRequest,
+    True,
+    (('transactional_ids', 107, None),),
+    (),
+    (),
+)
+DescribeTransactionsRequest._LAYOUTS = {0: _N_DescribeTransactionsRequest_0}
 
 _C_Response__TopicData = DescribeTransactionsResponse.TopicData
 _C_Response__TransactionState = DescribeTransactionsResponse.TransactionState
@@ -500,3 +508,39 @@ _C_Response__TransactionState._FIELDS = (
 )
 DescribeTransactionsResponse._READERS = {0: _r_DescribeTransactionsResponse_0}
 DescribeTransactionsResponse._WRITERS = {0: _w_DescribeTransactionsResponse_0}
+_N_DescribeTransactionsResponse__TopicData_0 = (
+    _C_Response__TopicData,
+    True,
+    (('topic', 43, None), ('partitions', 99, None)),
+    (),
+    (),
+)
+_N_DescribeTransactionsResponse__TransactionState_0 = (
+    _C_Response__TransactionState,
+    True,
+    (
+        ('error_code', 34, None),
+        ('transactional_id', 43, None),
+        ('transaction_state', 43, None),
+        ('transaction_timeout_ms', 35, None),
+        ('transaction_start_time_ms', 36, None),
+        ('producer_id', 36, None),
+        ('producer_epoch', 34, None),
+        ('topics', 237, _N_DescribeTransactionsResponse__TopicData_0),
+    ),
+    (),
+    (),
+)
+_N_DescribeTransactionsResponse_0 = (
+    DescribeTransactionsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('transaction_states', 109, _N_DescribeTransactionsResponse__TransactionState_0),
+    ),
+    (),
+    (),
+)
+DescribeTransactionsResponse._LAYOUTS = {0: _N_DescribeTransactionsResponse_0}
+
+codec_path.install(DescribeTransactionsRequest, DescribeTransactionsResponse)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -469,6 +469,21 @@ _C_Request__UserName._FIELDS = (
 )
 DescribeUserScramCredentialsRequest._READERS = {0: _r_DescribeUserScramCredentialsRequest_0}
 DescribeUserScramCredentialsRequest._WRITERS = {0: _w_DescribeUserScramCredentialsRequest_0}
+_N_DescribeUserScramCredentialsRequest__UserName_0 = (
+    _C_Request__UserName,
+    True,
+    (('name', 43, None),),
+    (),
+    (),
+)
+_N_DescribeUserScramCredentialsRequest_0 = (
+    DescribeUserScramCredentialsRequest,
+    True,
+    (('users', 125, _N_DescribeUserScramCredentialsRequest__UserName_0),),
+    (),
+    (),
+)
+DescribeUserScramCredentialsRequest._LAYOUTS = {0: _N_DescribeUserScramCredentialsRequest_0}
 
 _C_Response__CredentialInfo = DescribeUserScramCredentialsResponse.CredentialInfo
 _C_Response__DescribeUserScramCredentialsResult = (
@@ -533,3 +548,37 @@ _C_Response__DescribeUserScramCredentialsResult._FIELDS = (
 )
 DescribeUserScramCredentialsResponse._READERS = {0: _r_DescribeUserScramCredentialsResponse_0}
 DescribeUserScramCredentialsResponse._WRITERS = {0: _w_DescribeUserScramCredentialsResponse_0}
+_N_DescribeUserScramCredentialsResponse__CredentialInfo_0 = (
+    _C_Response__CredentialInfo,
+    True,
+    (('mechanism', 33, None), ('iterations', 35, None)),
+    (),
+    (),
+)
+_N_DescribeUserScramCredentialsResponse__DescribeUserScramCredentialsResult_0 = (
+    _C_Response__DescribeUserScramCredentialsResult,
+    True,
+    (
+        ('user', 43, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('credential_infos', 109, _N_DescribeUserScramCredentialsResponse__CredentialInfo_0),
+    ),
+    (),
+    (),
+)
+_N_DescribeUserScramCredentialsResponse_0 = (
+    DescribeUserScramCredentialsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('results', 109, _N_DescribeUserScramCredentialsResponse__DescribeUserScramCredentialsResult_0),
+    ),
+    (),
+    (),
+)
+DescribeUserScramCredentialsResponse._LAYOUTS = {0: _N_DescribeUserScramCredentialsResponse_0}
+
+codec_path.install(DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -846,6 +846,54 @@ ElectLeadersRequest._WRITERS = {
     1: _w_ElectLeadersRequest_1,
     2: _w_ElectLeadersRequest_2,
 }
+_N_ElectLeadersRequest__TopicPartitions_0 = (
+    _C_Request__TopicPartitions,
+    False,
+    (('topic', 11, None), ('partitions', 67, None)),
+    (),
+    (),
+)
+_N_ElectLeadersRequest__TopicPartitions_1 = (
+    _C_Request__TopicPartitions,
+    True,
+    (('topic', 43, None), ('partitions', 99, None)),
+    (),
+    (),
+)
+_N_ElectLeadersRequest_0 = (
+    ElectLeadersRequest,
+    False,
+    (('topic_partitions', 221, _N_ElectLeadersRequest__TopicPartitions_0), ('timeout_ms', 3, None)),
+    (),
+    (('election_type', 0, 0),),
+)
+_N_ElectLeadersRequest_1 = (
+    ElectLeadersRequest,
+    False,
+    (
+        ('election_type', 1, None),
+        ('topic_partitions', 221, _N_ElectLeadersRequest__TopicPartitions_0),
+        ('timeout_ms', 3, None),
+    ),
+    (),
+    (),
+)
+_N_ElectLeadersRequest_2 = (
+    ElectLeadersRequest,
+    True,
+    (
+        ('election_type', 33, None),
+        ('topic_partitions', 253, _N_ElectLeadersRequest__TopicPartitions_1),
+        ('timeout_ms', 35, None),
+    ),
+    (),
+    (),
+)
+ElectLeadersRequest._LAYOUTS = {
+    0: _N_ElectLeadersRequest_0,
+    1: _N_ElectLeadersRequest_1,
+    2: _N_ElectLeadersRequest_2,
+}
 
 _C_Response__PartitionResult = ElectLeadersResponse.PartitionResult
 _C_Response__ReplicaElectionResult = ElectLeadersResponse.ReplicaElectionResult
@@ -904,3 +952,70 @@ ElectLeadersResponse._WRITERS = {
     1: _w_ElectLeadersResponse_1,
     2: _w_ElectLeadersResponse_2,
 }
+_N_ElectLeadersResponse__PartitionResult_0 = (
+    _C_Response__PartitionResult,
+    False,
+    (('partition_id', 3, None), ('error_code', 2, None), ('error_message', 27, None)),
+    (),
+    (),
+)
+_N_ElectLeadersResponse__PartitionResult_1 = (
+    _C_Response__PartitionResult,
+    True,
+    (('partition_id', 35, None), ('error_code', 34, None), ('error_message', 59, None)),
+    (),
+    (),
+)
+_N_ElectLeadersResponse__ReplicaElectionResult_0 = (
+    _C_Response__ReplicaElectionResult,
+    False,
+    (('topic', 11, None), ('partition_result', 77, _N_ElectLeadersResponse__PartitionResult_0)),
+    (),
+    (),
+)
+_N_ElectLeadersResponse__ReplicaElectionResult_1 = (
+    _C_Response__ReplicaElectionResult,
+    True,
+    (('topic', 43, None), ('partition_result', 109, _N_ElectLeadersResponse__PartitionResult_1)),
+    (),
+    (),
+)
+_N_ElectLeadersResponse_0 = (
+    ElectLeadersResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('replica_election_results', 77, _N_ElectLeadersResponse__ReplicaElectionResult_0),
+    ),
+    (),
+    (('error_code', 0, 0),),
+)
+_N_ElectLeadersResponse_1 = (
+    ElectLeadersResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('error_code', 2, None),
+        ('replica_election_results', 77, _N_ElectLeadersResponse__ReplicaElectionResult_0),
+    ),
+    (),
+    (),
+)
+_N_ElectLeadersResponse_2 = (
+    ElectLeadersResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('replica_election_results', 109, _N_ElectLeadersResponse__ReplicaElectionResult_1),
+    ),
+    (),
+    (),
+)
+ElectLeadersResponse._LAYOUTS = {
+    0: _N_ElectLeadersResponse_0,
+    1: _N_ElectLeadersResponse_1,
+    2: _N_ElectLeadersResponse_2,
+}
+
+codec_path.install(ElectLeadersRequest, ElectLeadersResponse)

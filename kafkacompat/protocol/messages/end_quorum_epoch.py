@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1160,6 +1160,77 @@ _C_Request__LeaderEndpoint._FIELDS = (
 )
 EndQuorumEpochRequest._READERS = {0: _r_EndQuorumEpochRequest_0, 1: _r_EndQuorumEpochRequest_1}
 EndQuorumEpochRequest._WRITERS = {0: _w_EndQuorumEpochRequest_0, 1: _w_EndQuorumEpochRequest_1}
+_N_EndQuorumEpochRequest__ReplicaInfo_0 = (
+    _C_Request__ReplicaInfo,
+    True,
+    (('candidate_id', 35, None), ('candidate_directory_id', 42, None)),
+    (),
+    (),
+)
+_N_EndQuorumEpochRequest__PartitionData_0 = (
+    _C_Request__PartitionData,
+    False,
+    (
+        ('partition_index', 3, None),
+        ('leader_id', 3, None),
+        ('leader_epoch', 3, None),
+        ('preferred_successors', 67, None),
+    ),
+    (),
+    (('preferred_candidates', 1, None),),
+)
+_N_EndQuorumEpochRequest__PartitionData_1 = (
+    _C_Request__PartitionData,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('leader_id', 35, None),
+        ('leader_epoch', 35, None),
+        ('preferred_candidates', 109, _N_EndQuorumEpochRequest__ReplicaInfo_0),
+    ),
+    (),
+    (('preferred_successors', 1, None),),
+)
+_N_EndQuorumEpochRequest__TopicData_0 = (
+    _C_Request__TopicData,
+    False,
+    (('topic_name', 11, None), ('partitions', 77, _N_EndQuorumEpochRequest__PartitionData_0)),
+    (),
+    (),
+)
+_N_EndQuorumEpochRequest__TopicData_1 = (
+    _C_Request__TopicData,
+    True,
+    (('topic_name', 43, None), ('partitions', 109, _N_EndQuorumEpochRequest__PartitionData_1)),
+    (),
+    (),
+)
+_N_EndQuorumEpochRequest__LeaderEndpoint_0 = (
+    _C_Request__LeaderEndpoint,
+    True,
+    (('name', 43, None), ('host', 43, None), ('port', 37, None)),
+    (),
+    (),
+)
+_N_EndQuorumEpochRequest_0 = (
+    EndQuorumEpochRequest,
+    False,
+    (('cluster_id', 27, None), ('topics', 77, _N_EndQuorumEpochRequest__TopicData_0)),
+    (),
+    (('leader_endpoints', 2, None),),
+)
+_N_EndQuorumEpochRequest_1 = (
+    EndQuorumEpochRequest,
+    True,
+    (
+        ('cluster_id', 59, None),
+        ('topics', 109, _N_EndQuorumEpochRequest__TopicData_1),
+        ('leader_endpoints', 237, _N_EndQuorumEpochRequest__LeaderEndpoint_0),
+    ),
+    (),
+    (),
+)
+EndQuorumEpochRequest._LAYOUTS = {0: _N_EndQuorumEpochRequest_0, 1: _N_EndQuorumEpochRequest_1}
 
 _C_Response__PartitionData = EndQuorumEpochResponse.PartitionData
 _C_Response__TopicData = EndQuorumEpochResponse.TopicData
@@ -1217,3 +1288,65 @@ _C_Response__NodeEndpoint._FIELDS = (
 )
 EndQuorumEpochResponse._READERS = {0: _r_EndQuorumEpochResponse_0, 1: _r_EndQuorumEpochResponse_1}
 EndQuorumEpochResponse._WRITERS = {0: _w_EndQuorumEpochResponse_0, 1: _w_EndQuorumEpochResponse_1}
+_N_EndQuorumEpochResponse__PartitionData_0 = (
+    _C_Response__PartitionData,
+    False,
+    (
+        ('partition_index', 3, None),
+        ('error_code', 2, None),
+        ('leader_id', 3, None),
+        ('leader_epoch', 3, None),
+    ),
+    (),
+    (),
+)
+_N_EndQuorumEpochResponse__PartitionData_1 = (
+    _C_Response__PartitionData,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('error_code', 34, None),
+        ('leader_id', 35, None),
+        ('leader_epoch', 35, None),
+    ),
+    (),
+    (),
+)
+_N_EndQuorumEpochResponse__TopicData_0 = (
+    _C_Response__TopicData,
+    False,
+    (('topic_name', 11, None), ('partitions', 77, _N_EndQuorumEpochResponse__PartitionData_0)),
+    (),
+    (),
+)
+_N_EndQuorumEpochResponse__TopicData_1 = (
+    _C_Response__TopicData,
+    True,
+    (('topic_name', 43, None), ('partitions', 109, _N_EndQuorumEpochResponse__PartitionData_1)),
+    (),
+    (),
+)
+_N_EndQuorumEpochResponse__NodeEndpoint_0 = (
+    _C_Response__NodeEndpoint,
+    True,
+    (('node_id', 35, None), ('host', 43, None), ('port', 37, None)),
+    (),
+    (),
+)
+_N_EndQuorumEpochResponse_0 = (
+    EndQuorumEpochResponse,
+    False,
+    (('error_code', 2, None), ('topics', 77, _N_EndQuorumEpochResponse__TopicData_0)),
+    (),
+    (('node_endpoints', 2, None),),
+)
+_N_EndQuorumEpochResponse_1 = (
+    EndQuorumEpochResponse,
+    True,
+    (('error_code', 34, None), ('topics', 109, _N_EndQuorumEpochResponse__TopicData_1)),
+    ((0, 'node_endpoints', 237, _N_EndQuorumEpochResponse__NodeEndpoint_0, 2, None),),
+    (),
+)
+EndQuorumEpochResponse._LAYOUTS = {0: _N_EndQuorumEpochResponse_0, 1: _N_EndQuorumEpochResponse_1}
+
+codec_path.install(EndQuorumEpochRequest, EndQuorumEpochResponse)

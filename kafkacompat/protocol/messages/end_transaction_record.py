@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -61,3 +61,7 @@ def _w_EndTransactionRecord_0(out: bytearray, o: EndTransactionRecord) -> None:
 EndTransactionRecord._FIELDS = ()
 EndTransactionRecord._READERS = {0: _r_EndTransactionRecord_0}
 EndTransactionRecord._WRITERS = {0: _w_EndTransactionRecord_0}
+_N_EndTransactionRecord_0 = (EndTransactionRecord, True, (), (), ())
+EndTransactionRecord._LAYOUTS = {0: _N_EndTransactionRecord_0}
+
+codec_path.install(EndTransactionRecord)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
@@ -297,6 +297,38 @@ EndTxnRequest._WRITERS = {
     4: _w_EndTxnRequest_1,
     5: _w_EndTxnRequest_1,
 }
+_N_EndTxnRequest_0 = (
+    EndTxnRequest,
+    False,
+    (
+        ('transactional_id', 11, None),
+        ('producer_id', 4, None),
+        ('producer_epoch', 2, None),
+        ('committed', 0, None),
+    ),
+    (),
+    (),
+)
+_N_EndTxnRequest_1 = (
+    EndTxnRequest,
+    True,
+    (
+        ('transactional_id', 43, None),
+        ('producer_id', 36, None),
+        ('producer_epoch', 34, None),
+        ('committed', 32, None),
+    ),
+    (),
+    (),
+)
+EndTxnRequest._LAYOUTS = {
+    0: _N_EndTxnRequest_0,
+    1: _N_EndTxnRequest_0,
+    2: _N_EndTxnRequest_0,
+    3: _N_EndTxnRequest_1,
+    4: _N_EndTxnRequest_1,
+    5: _N_EndTxnRequest_1,
+}
 
 
 EndTxnResponse._FIELDS = (
@@ -321,3 +353,39 @@ EndTxnResponse._WRITERS = {
     4: _w_EndTxnResponse_1,
     5: _w_EndTxnResponse_2,
 }
+_N_EndTxnResponse_0 = (
+    EndTxnResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('error_code', 2, None)),
+    (),
+    (('producer_id', 0, -1), ('producer_epoch', 0, -1)),
+)
+_N_EndTxnResponse_1 = (
+    EndTxnResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('error_code', 34, None)),
+    (),
+    (('producer_id', 0, -1), ('producer_epoch', 0, -1)),
+)
+_N_EndTxnResponse_2 = (
+    EndTxnResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('producer_id', 36, None),
+        ('producer_epoch', 34, None),
+    ),
+    (),
+    (),
+)
+EndTxnResponse._LAYOUTS = {
+    0: _N_EndTxnResponse_0,
+    1: _N_EndTxnResponse_0,
+    2: _N_EndTxnResponse_0,
+    3: _N_EndTxnResponse_1,
+    4: _N_EndTxnResponse_1,
+    5: _N_EndTxnResponse_2,
+}
+
+codec_path.install(EndTxnRequest, EndTxnResponse)

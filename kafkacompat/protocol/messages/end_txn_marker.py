@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -55,3 +55,7 @@ EndTxnMarker._FIELDS = (
 )
 EndTxnMarker._READERS = {0: _r_EndTxnMarker_0}
 EndTxnMarker._WRITERS = {0: _w_EndTxnMarker_0}
+_N_EndTxnMarker_0 = (EndTxnMarker, False, (('coordinator_epoch', 3, None),), (), ())
+EndTxnMarker._LAYOUTS = {0: _N_EndTxnMarker_0}
+
+codec_path.install(EndTxnMarker)

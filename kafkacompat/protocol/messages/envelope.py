@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
@@ -169,6 +169,14 @@ EnvelopeRequest._FIELDS = (
 )
 EnvelopeRequest._READERS = {0: _r_EnvelopeRequest_0}
 EnvelopeRequest._WRITERS = {0: _w_EnvelopeRequest_0}
+_N_EnvelopeRequest_0 = (
+    EnvelopeRequest,
+    True,
+    (('request_data', 44, None), ('request_principal', 60, None), ('client_host_address', 44, None)),
+    (),
+    (),
+)
+EnvelopeRequest._LAYOUTS = {0: _N_EnvelopeRequest_0}
 
 
 EnvelopeResponse._FIELDS = (
@@ -187,3 +195,13 @@ EnvelopeResponse._FIELDS = (
 )
 EnvelopeResponse._READERS = {0: _r_EnvelopeResponse_0}
 EnvelopeResponse._WRITERS = {0: _w_EnvelopeResponse_0}
+_N_EnvelopeResponse_0 = (
+    EnvelopeResponse,
+    True,
+    (('response_data', 60, None), ('error_code', 34, None)),
+    (),
+    (),
+)
+EnvelopeResponse._LAYOUTS = {0: _N_EnvelopeResponse_0}
+
+codec_path.install(EnvelopeRequest, EnvelopeResponse)

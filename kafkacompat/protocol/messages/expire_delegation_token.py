@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
@@ -212,6 +212,25 @@ ExpireDelegationTokenRequest._WRITERS = {
     1: _w_ExpireDelegationTokenRequest_0,
     2: _w_ExpireDelegationTokenRequest_1,
 }
+_N_ExpireDelegationTokenRequest_0 = (
+    ExpireDelegationTokenRequest,
+    False,
+    (('hmac', 12, None), ('expiry_time_period_ms', 4, None)),
+    (),
+    (),
+)
+_N_ExpireDelegationTokenRequest_1 = (
+    ExpireDelegationTokenRequest,
+    True,
+    (('hmac', 44, None), ('expiry_time_period_ms', 36, None)),
+    (),
+    (),
+)
+ExpireDelegationTokenRequest._LAYOUTS = {
+    0: _N_ExpireDelegationTokenRequest_0,
+    1: _N_ExpireDelegationTokenRequest_0,
+    2: _N_ExpireDelegationTokenRequest_1,
+}
 
 
 ExpireDelegationTokenResponse._FIELDS = (
@@ -229,3 +248,24 @@ ExpireDelegationTokenResponse._WRITERS = {
     1: _w_ExpireDelegationTokenResponse_0,
     2: _w_ExpireDelegationTokenResponse_1,
 }
+_N_ExpireDelegationTokenResponse_0 = (
+    ExpireDelegationTokenResponse,
+    False,
+    (('error_code', 2, None), ('expiry_timestamp_ms', 4, None), ('throttle_time_ms', 3, None)),
+    (),
+    (),
+)
+_N_ExpireDelegationTokenResponse_1 = (
+    ExpireDelegationTokenResponse,
+    True,
+    (('error_code', 34, None), ('expiry_timestamp_ms', 36, None), ('throttle_time_ms', 35, None)),
+    (),
+    (),
+)
+ExpireDelegationTokenResponse._LAYOUTS = {
+    0: _N_ExpireDelegationTokenResponse_0,
+    1: _N_ExpireDelegationTokenResponse_0,
+    2: _N_ExpireDelegationTokenResponse_1,
+}
+
+codec_path.install(ExpireDelegationTokenRequest, ExpireDelegationTokenResponse)

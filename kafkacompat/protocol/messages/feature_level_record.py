@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -96,3 +96,13 @@ FeatureLevelRecord._FIELDS = (
 )
 FeatureLevelRecord._READERS = {0: _r_FeatureLevelRecord_0}
 FeatureLevelRecord._WRITERS = {0: _w_FeatureLevelRecord_0}
+_N_FeatureLevelRecord_0 = (
+    FeatureLevelRecord,
+    True,
+    (('name', 43, None), ('feature_level', 34, None)),
+    (),
+    (),
+)
+FeatureLevelRecord._LAYOUTS = {0: _N_FeatureLevelRecord_0}
+
+codec_path.install(FeatureLevelRecord)

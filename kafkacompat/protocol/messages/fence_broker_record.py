@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -76,3 +76,7 @@ FenceBrokerRecord._FIELDS = (
 )
 FenceBrokerRecord._READERS = {0: _r_FenceBrokerRecord_0}
 FenceBrokerRecord._WRITERS = {0: _w_FenceBrokerRecord_0}
+_N_FenceBrokerRecord_0 = (FenceBrokerRecord, True, (('id', 35, None), ('epoch', 36, None)), (), ())
+FenceBrokerRecord._LAYOUTS = {0: _N_FenceBrokerRecord_0}
+
+codec_path.install(FenceBrokerRecord)

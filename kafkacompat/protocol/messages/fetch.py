@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -5553,6 +5553,425 @@ FetchRequest._WRITERS = {
     17: _w_FetchRequest_10,
     18: _w_FetchRequest_11,
 }
+_N_FetchRequest__ReplicaState_0 = (
+    _C_Request__ReplicaState,
+    True,
+    (('replica_id', 35, None), ('replica_epoch', 36, None)),
+    (),
+    (),
+)
+_N_FetchRequest__FetchPartition_0 = (
+    _C_Request__FetchPartition,
+    False,
+    (('partition', 3, None), ('fetch_offset', 4, None), ('partition_max_bytes', 3, None)),
+    (),
+    (
+        ('current_leader_epoch', 0, -1),
+        ('last_fetched_epoch', 0, -1),
+        ('log_start_offset', 0, -1),
+        ('replica_directory_id', 4, None),
+        ('high_watermark', 0, 9223372036854775807),
+    ),
+)
+_N_FetchRequest__FetchPartition_1 = (
+    _C_Request__FetchPartition,
+    False,
+    (
+        ('partition', 3, None),
+        ('fetch_offset', 4, None),
+        ('log_start_offset', 4, None),
+        ('partition_max_bytes', 3, None),
+    ),
+    (),
+    (
+        ('current_leader_epoch', 0, -1),
+        ('last_fetched_epoch', 0, -1),
+        ('replica_directory_id', 4, None),
+        ('high_watermark', 0, 9223372036854775807),
+    ),
+)
+_N_FetchRequest__FetchPartition_2 = (
+    _C_Request__FetchPartition,
+    False,
+    (
+        ('partition', 3, None),
+        ('current_leader_epoch', 3, None),
+        ('fetch_offset', 4, None),
+        ('log_start_offset', 4, None),
+        ('partition_max_bytes', 3, None),
+    ),
+    (),
+    (
+        ('last_fetched_epoch', 0, -1),
+        ('replica_directory_id', 4, None),
+        ('high_watermark', 0, 9223372036854775807),
+    ),
+)
+_N_FetchRequest__FetchPartition_3 = (
+    _C_Request__FetchPartition,
+    True,
+    (
+        ('partition', 35, None),
+        ('current_leader_epoch', 35, None),
+        ('fetch_offset', 36, None),
+        ('last_fetched_epoch', 35, None),
+        ('log_start_offset', 36, None),
+        ('partition_max_bytes', 35, None),
+    ),
+    (),
+    (('replica_directory_id', 4, None), ('high_watermark', 0, 9223372036854775807)),
+)
+_N_FetchRequest__FetchPartition_4 = (
+    _C_Request__FetchPartition,
+    True,
+    (
+        ('partition', 35, None),
+        ('current_leader_epoch', 35, None),
+        ('fetch_offset', 36, None),
+        ('last_fetched_epoch', 35, None),
+        ('log_start_offset', 36, None),
+        ('partition_max_bytes', 35, None),
+    ),
+    ((0, 'replica_directory_id', 42, None, 4, None),),
+    (('high_watermark', 0, 9223372036854775807),),
+)
+_N_FetchRequest__FetchPartition_5 = (
+    _C_Request__FetchPartition,
+    True,
+    (
+        ('partition', 35, None),
+        ('current_leader_epoch', 35, None),
+        ('fetch_offset', 36, None),
+        ('last_fetched_epoch', 35, None),
+        ('log_start_offset', 36, None),
+        ('partition_max_bytes', 35, None),
+    ),
+    ((0, 'replica_directory_id', 42, None, 4, None), (1, 'high_watermark', 36, None, 0, 9223372036854775807)),
+    (),
+)
+_N_FetchRequest__FetchTopic_0 = (
+    _C_Request__FetchTopic,
+    False,
+    (('topic', 11, None), ('partitions', 77, _N_FetchRequest__FetchPartition_0)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_FetchRequest__FetchTopic_1 = (
+    _C_Request__FetchTopic,
+    False,
+    (('topic', 11, None), ('partitions', 77, _N_FetchRequest__FetchPartition_1)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_FetchRequest__FetchTopic_2 = (
+    _C_Request__FetchTopic,
+    False,
+    (('topic', 11, None), ('partitions', 77, _N_FetchRequest__FetchPartition_2)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_FetchRequest__FetchTopic_3 = (
+    _C_Request__FetchTopic,
+    True,
+    (('topic', 43, None), ('partitions', 109, _N_FetchRequest__FetchPartition_3)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_FetchRequest__FetchTopic_4 = (
+    _C_Request__FetchTopic,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_FetchRequest__FetchPartition_3)),
+    (),
+    (('topic', 0, ""),),
+)
+_N_FetchRequest__FetchTopic_5 = (
+    _C_Request__FetchTopic,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_FetchRequest__FetchPartition_4)),
+    (),
+    (('topic', 0, ""),),
+)
+_N_FetchRequest__FetchTopic_6 = (
+    _C_Request__FetchTopic,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_FetchRequest__FetchPartition_5)),
+    (),
+    (('topic', 0, ""),),
+)
+_N_FetchRequest__ForgottenTopic_0 = (
+    _C_Request__ForgottenTopic,
+    False,
+    (('topic', 11, None), ('partitions', 67, None)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_FetchRequest__ForgottenTopic_1 = (
+    _C_Request__ForgottenTopic,
+    True,
+    (('topic', 43, None), ('partitions', 99, None)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_FetchRequest__ForgottenTopic_2 = (
+    _C_Request__ForgottenTopic,
+    True,
+    (('topic_id', 42, None), ('partitions', 99, None)),
+    (),
+    (('topic', 0, ""),),
+)
+_N_FetchRequest_0 = (
+    FetchRequest,
+    False,
+    (
+        ('replica_id', 3, None),
+        ('max_wait_ms', 3, None),
+        ('min_bytes', 3, None),
+        ('topics', 77, _N_FetchRequest__FetchTopic_0),
+    ),
+    (),
+    (
+        ('cluster_id', 0, None),
+        ('replica_state', 3, _C_Request__ReplicaState),
+        ('max_bytes', 0, 2147483647),
+        ('isolation_level', 0, 0),
+        ('session_id', 0, 0),
+        ('session_epoch', 0, -1),
+        ('forgotten_topics_data', 1, None),
+        ('rack_id', 0, ''),
+    ),
+)
+_N_FetchRequest_1 = (
+    FetchRequest,
+    False,
+    (
+        ('replica_id', 3, None),
+        ('max_wait_ms', 3, None),
+        ('min_bytes', 3, None),
+        ('max_bytes', 3, None),
+        ('topics', 77, _N_FetchRequest__FetchTopic_0),
+    ),
+    (),
+    (
+        ('cluster_id', 0, None),
+        ('replica_state', 3, _C_Request__ReplicaState),
+        ('isolation_level', 0, 0),
+        ('session_id', 0, 0),
+        ('session_epoch', 0, -1),
+        ('forgotten_topics_data', 1, None),
+        ('rack_id', 0, ''),
+    ),
+)
+_N_FetchRequest_2 = (
+    FetchRequest,
+    False,
+    (
+        ('replica_id', 3, None),
+        ('max_wait_ms', 3, None),
+        ('min_bytes', 3, None),
+        ('max_bytes', 3, None),
+        ('isolation_level', 1, None),
+        ('topics', 77, _N_FetchRequest__FetchTopic_0),
+    ),
+    (),
+    (
+        ('cluster_id', 0, None),
+        ('replica_state', 3, _C_Request__ReplicaState),
+        ('session_id', 0, 0),
+        ('session_epoch', 0, -1),
+        ('forgotten_topics_data', 1, None),
+        ('rack_id', 0, ''),
+    ),
+)
+_N_FetchRequest_3 = (
+    FetchRequest,
+    False,
+    (
+        ('replica_id', 3, None),
+        ('max_wait_ms', 3, None),
+        ('min_bytes', 3, None),
+        ('max_bytes', 3, None),
+        ('isolation_level', 1, None),
+        ('topics', 77, _N_FetchRequest__FetchTopic_1),
+    ),
+    (),
+    (
+        ('cluster_id', 0, None),
+        ('replica_state', 3, _C_Request__ReplicaState),
+        ('session_id', 0, 0),
+        ('session_epoch', 0, -1),
+        ('forgotten_topics_data', 1, None),
+        ('rack_id', 0, ''),
+    ),
+)
+_N_FetchRequest_4 = (
+    FetchRequest,
+    False,
+    (
+        ('replica_id', 3, None),
+        ('max_wait_ms', 3, None),
+        ('min_bytes', 3, None),
+        ('max_bytes', 3, None),
+        ('isolation_level', 1, None),
+        ('session_id', 3, None),
+        ('session_epoch', 3, None),
+        ('topics', 77, _N_FetchRequest__FetchTopic_1),
+        ('forgotten_topics_data', 77, _N_FetchRequest__ForgottenTopic_0),
+    ),
+    (),
+    (('cluster_id', 0, None), ('replica_state', 3, _C_Request__ReplicaState), ('rack_id', 0, '')),
+)
+_N_FetchRequest_5 = (
+    FetchRequest,
+    False,
+    (
+        ('replica_id', 3, None),
+        ('max_wait_ms', 3, None),
+        ('min_bytes', 3, None),
+        ('max_bytes', 3, None),
+        ('isolation_level', 1, None),
+        ('session_id', 3, None),
+        ('session_epoch', 3, None),
+        ('topics', 77, _N_FetchRequest__FetchTopic_2),
+        ('forgotten_topics_data', 77, _N_FetchRequest__ForgottenTopic_0),
+    ),
+    (),
+    (('cluster_id', 0, None), ('replica_state', 3, _C_Request__ReplicaState), ('rack_id', 0, '')),
+)
+_N_FetchRequest_6 = (
+    FetchRequest,
+    False,
+    (
+        ('replica_id', 3, None),
+        ('max_wait_ms', 3, None),
+        ('min_bytes', 3, None),
+        ('max_bytes', 3, None),
+        ('isolation_level', 1, None),
+        ('session_id', 3, None),
+        ('session_epoch', 3, None),
+        ('topics', 77, _N_FetchRequest__FetchTopic_2),
+        ('forgotten_topics_data', 77, _N_FetchRequest__ForgottenTopic_0),
+        ('rack_id', 11, None),
+    ),
+    (),
+    (('cluster_id', 0, None), ('replica_state', 3, _C_Request__ReplicaState)),
+)
+_N_FetchRequest_7 = (
+    FetchRequest,
+    True,
+    (
+        ('replica_id', 35, None),
+        ('max_wait_ms', 35, None),
+        ('min_bytes', 35, None),
+        ('max_bytes', 35, None),
+        ('isolation_level', 33, None),
+        ('session_id', 35, None),
+        ('session_epoch', 35, None),
+        ('topics', 109, _N_FetchRequest__FetchTopic_3),
+        ('forgotten_topics_data', 109, _N_FetchRequest__ForgottenTopic_1),
+        ('rack_id', 43, None),
+    ),
+    ((0, 'cluster_id', 59, None, 0, None),),
+    (('replica_state', 3, _C_Request__ReplicaState),),
+)
+_N_FetchRequest_8 = (
+    FetchRequest,
+    True,
+    (
+        ('replica_id', 35, None),
+        ('max_wait_ms', 35, None),
+        ('min_bytes', 35, None),
+        ('max_bytes', 35, None),
+        ('isolation_level', 33, None),
+        ('session_id', 35, None),
+        ('session_epoch', 35, None),
+        ('topics', 109, _N_FetchRequest__FetchTopic_4),
+        ('forgotten_topics_data', 109, _N_FetchRequest__ForgottenTopic_2),
+        ('rack_id', 43, None),
+    ),
+    ((0, 'cluster_id', 59, None, 0, None),),
+    (('replica_state', 3, _C_Request__ReplicaState),),
+)
+_N_FetchRequest_9 = (
+    FetchRequest,
+    True,
+    (
+        ('max_wait_ms', 35, None),
+        ('min_bytes', 35, None),
+        ('max_bytes', 35, None),
+        ('isolation_level', 33, None),
+        ('session_id', 35, None),
+        ('session_epoch', 35, None),
+        ('topics', 109, _N_FetchRequest__FetchTopic_4),
+        ('forgotten_topics_data', 109, _N_FetchRequest__ForgottenTopic_2),
+        ('rack_id', 43, None),
+    ),
+    (
+        (0, 'cluster_id', 59, None, 0, None),
+        (1, 'replica_state', 45, _N_FetchRequest__ReplicaState_0, 3, _C_Request__ReplicaState),
+    ),
+    (('replica_id', 0, -1),),
+)
+_N_FetchRequest_10 = (
+    FetchRequest,
+    True,
+    (
+        ('max_wait_ms', 35, None),
+        ('min_bytes', 35, None),
+        ('max_bytes', 35, None),
+        ('isolation_level', 33, None),
+        ('session_id', 35, None),
+        ('session_epoch', 35, None),
+        ('topics', 109, _N_FetchRequest__FetchTopic_5),
+        ('forgotten_topics_data', 109, _N_FetchRequest__ForgottenTopic_2),
+        ('rack_id', 43, None),
+    ),
+    (
+        (0, 'cluster_id', 59, None, 0, None),
+        (1, 'replica_state', 45, _N_FetchRequest__ReplicaState_0, 3, _C_Request__ReplicaState),
+    ),
+    (('replica_id', 0, -1),),
+)
+_N_FetchRequest_11 = (
+    FetchRequest,
+    True,
+    (
+        ('max_wait_ms', 35, None),
+        ('min_bytes', 35, None),
+        ('max_bytes', 35, None),
+        ('isolation_level', 33, None),
+        ('session_id', 35, None),
+        ('session_epoch', 35, None),
+        ('topics', 109, _N_FetchRequest__FetchTopic_6),
+        ('forgotten_topics_data', 109, _N_FetchRequest__ForgottenTopic_2),
+        ('rack_id', 43, None),
+    ),
+    (
+        (0, 'cluster_id', 59, None, 0, None),
+        (1, 'replica_state', 45, _N_FetchRequest__ReplicaState_0, 3, _C_Request__ReplicaState),
+    ),
+    (('replica_id', 0, -1),),
+)
+FetchRequest._LAYOUTS = {
+    0: _N_FetchRequest_0,
+    1: _N_FetchRequest_0,
+    2: _N_FetchRequest_0,
+    3: _N_FetchRequest_1,
+    4: _N_FetchRequest_2,
+    5: _N_FetchRequest_3,
+    6: _N_FetchRequest_3,
+    7: _N_FetchRequest_4,
+    8: _N_FetchRequest_4,
+    9: _N_FetchRequest_5,
+    10: _N_FetchRequest_5,
+    11: _N_FetchRequest_6,
+    12: _N_FetchRequest_7,
+    13: _N_FetchRequest_8,
+    14: _N_FetchRequest_8,
+    15: _N_FetchRequest_9,
+    16: _N_FetchRequest_9,
+    17: _N_FetchRequest_10,
+    18: _N_FetchRequest_11,
+}
 
 _C_Response__EpochEndOffset = FetchResponse.EpochEndOffset
 _C_Response__LeaderIdAndEpoch = FetchResponse.LeaderIdAndEpoch
@@ -5751,3 +6170,298 @@ FetchResponse._WRITERS = {
     17: _w_FetchResponse_8,
     18: _w_FetchResponse_8,
 }
+_N_FetchResponse__EpochEndOffset_0 = (
+    _C_Response__EpochEndOffset,
+    True,
+    (('epoch', 35, None), ('end_offset', 36, None)),
+    (),
+    (),
+)
+_N_FetchResponse__LeaderIdAndEpoch_0 = (
+    _C_Response__LeaderIdAndEpoch,
+    True,
+    (('leader_id', 35, None), ('leader_epoch', 35, None)),
+    (),
+    (),
+)
+_N_FetchResponse__SnapshotId_0 = (
+    _C_Response__SnapshotId,
+    True,
+    (('end_offset', 36, None), ('epoch', 35, None)),
+    (),
+    (),
+)
+_N_FetchResponse__AbortedTransaction_0 = (
+    _C_Response__AbortedTransaction,
+    False,
+    (('producer_id', 4, None), ('first_offset', 4, None)),
+    (),
+    (),
+)
+_N_FetchResponse__AbortedTransaction_1 = (
+    _C_Response__AbortedTransaction,
+    True,
+    (('producer_id', 36, None), ('first_offset', 36, None)),
+    (),
+    (),
+)
+_N_FetchResponse__PartitionData_0 = (
+    _C_Response__PartitionData,
+    False,
+    (
+        ('partition_index', 3, None),
+        ('error_code', 2, None),
+        ('high_watermark', 4, None),
+        ('records', 28, None),
+    ),
+    (),
+    (
+        ('last_stable_offset', 0, -1),
+        ('log_start_offset', 0, -1),
+        ('diverging_epoch', 3, _C_Response__EpochEndOffset),
+        ('current_leader', 3, _C_Response__LeaderIdAndEpoch),
+        ('snapshot_id', 3, _C_Response__SnapshotId),
+        ('aborted_transactions', 1, None),
+        ('preferred_read_replica', 0, -1),
+    ),
+)
+_N_FetchResponse__PartitionData_1 = (
+    _C_Response__PartitionData,
+    False,
+    (
+        ('partition_index', 3, None),
+        ('error_code', 2, None),
+        ('high_watermark', 4, None),
+        ('last_stable_offset', 4, None),
+        ('aborted_transactions', 93, _N_FetchResponse__AbortedTransaction_0),
+        ('records', 28, None),
+    ),
+    (),
+    (
+        ('log_start_offset', 0, -1),
+        ('diverging_epoch', 3, _C_Response__EpochEndOffset),
+        ('current_leader', 3, _C_Response__LeaderIdAndEpoch),
+        ('snapshot_id', 3, _C_Response__SnapshotId),
+        ('preferred_read_replica', 0, -1),
+    ),
+)
+_N_FetchResponse__PartitionData_2 = (
+    _C_Response__PartitionData,
+    False,
+    (
+        ('partition_index', 3, None),
+        ('error_code', 2, None),
+        ('high_watermark', 4, None),
+        ('last_stable_offset', 4, None),
+        ('log_start_offset', 4, None),
+        ('aborted_transactions', 93, _N_FetchResponse__AbortedTransaction_0),
+        ('records', 28, None),
+    ),
+    (),
+    (
+        ('diverging_epoch', 3, _C_Response__EpochEndOffset),
+        ('current_leader', 3, _C_Response__LeaderIdAndEpoch),
+        ('snapshot_id', 3, _C_Response__SnapshotId),
+        ('preferred_read_replica', 0, -1),
+    ),
+)
+_N_FetchResponse__PartitionData_3 = (
+    _C_Response__PartitionData,
+    False,
+    (
+        ('partition_index', 3, None),
+        ('error_code', 2, None),
+        ('high_watermark', 4, None),
+        ('last_stable_offset', 4, None),
+        ('log_start_offset', 4, None),
+        ('aborted_transactions', 93, _N_FetchResponse__AbortedTransaction_0),
+        ('preferred_read_replica', 3, None),
+        ('records', 28, None),
+    ),
+    (),
+    (
+        ('diverging_epoch', 3, _C_Response__EpochEndOffset),
+        ('current_leader', 3, _C_Response__LeaderIdAndEpoch),
+        ('snapshot_id', 3, _C_Response__SnapshotId),
+    ),
+)
+_N_FetchResponse__PartitionData_4 = (
+    _C_Response__PartitionData,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('error_code', 34, None),
+        ('high_watermark', 36, None),
+        ('last_stable_offset', 36, None),
+        ('log_start_offset', 36, None),
+        ('aborted_transactions', 125, _N_FetchResponse__AbortedTransaction_1),
+        ('preferred_read_replica', 35, None),
+        ('records', 60, None),
+    ),
+    (
+        (0, 'diverging_epoch', 45, _N_FetchResponse__EpochEndOffset_0, 3, _C_Response__EpochEndOffset),
+        (1, 'current_leader', 45, _N_FetchResponse__LeaderIdAndEpoch_0, 3, _C_Response__LeaderIdAndEpoch),
+        (2, 'snapshot_id', 45, _N_FetchResponse__SnapshotId_0, 3, _C_Response__SnapshotId),
+    ),
+    (),
+)
+_N_FetchResponse__FetchableTopicResponse_0 = (
+    _C_Response__FetchableTopicResponse,
+    False,
+    (('topic', 11, None), ('partitions', 77, _N_FetchResponse__PartitionData_0)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_FetchResponse__FetchableTopicResponse_1 = (
+    _C_Response__FetchableTopicResponse,
+    False,
+    (('topic', 11, None), ('partitions', 77, _N_FetchResponse__PartitionData_1)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_FetchResponse__FetchableTopicResponse_2 = (
+    _C_Response__FetchableTopicResponse,
+    False,
+    (('topic', 11, None), ('partitions', 77, _N_FetchResponse__PartitionData_2)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_FetchResponse__FetchableTopicResponse_3 = (
+    _C_Response__FetchableTopicResponse,
+    False,
+    (('topic', 11, None), ('partitions', 77, _N_FetchResponse__PartitionData_3)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_FetchResponse__FetchableTopicResponse_4 = (
+    _C_Response__FetchableTopicResponse,
+    True,
+    (('topic', 43, None), ('partitions', 109, _N_FetchResponse__PartitionData_4)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_FetchResponse__FetchableTopicResponse_5 = (
+    _C_Response__FetchableTopicResponse,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_FetchResponse__PartitionData_4)),
+    (),
+    (('topic', 0, ""),),
+)
+_N_FetchResponse__NodeEndpoint_0 = (
+    _C_Response__NodeEndpoint,
+    True,
+    (('node_id', 35, None), ('host', 43, None), ('port', 35, None), ('rack', 59, None)),
+    (),
+    (),
+)
+_N_FetchResponse_0 = (
+    FetchResponse,
+    False,
+    (('responses', 77, _N_FetchResponse__FetchableTopicResponse_0),),
+    (),
+    (('throttle_time_ms', 0, 0), ('error_code', 0, 0), ('session_id', 0, 0), ('node_endpoints', 2, None)),
+)
+_N_FetchResponse_1 = (
+    FetchResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('responses', 77, _N_FetchResponse__FetchableTopicResponse_0)),
+    (),
+    (('error_code', 0, 0), ('session_id', 0, 0), ('node_endpoints', 2, None)),
+)
+_N_FetchResponse_2 = (
+    FetchResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('responses', 77, _N_FetchResponse__FetchableTopicResponse_1)),
+    (),
+    (('error_code', 0, 0), ('session_id', 0, 0), ('node_endpoints', 2, None)),
+)
+_N_FetchResponse_3 = (
+    FetchResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('responses', 77, _N_FetchResponse__FetchableTopicResponse_2)),
+    (),
+    (('error_code', 0, 0), ('session_id', 0, 0), ('node_endpoints', 2, None)),
+)
+_N_FetchResponse_4 = (
+    FetchResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('error_code', 2, None),
+        ('session_id', 3, None),
+        ('responses', 77, _N_FetchResponse__FetchableTopicResponse_2),
+    ),
+    (),
+    (('node_endpoints', 2, None),),
+)
+_N_FetchResponse_5 = (
+    FetchResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('error_code', 2, None),
+        ('session_id', 3, None),
+        ('responses', 77, _N_FetchResponse__FetchableTopicResponse_3),
+    ),
+    (),
+    (('node_endpoints', 2, None),),
+)
+_N_FetchResponse_6 = (
+    FetchResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('session_id', 35, None),
+        ('responses', 109, _N_FetchResponse__FetchableTopicResponse_4),
+    ),
+    (),
+    (('node_endpoints', 2, None),),
+)
+_N_FetchResponse_7 = (
+    FetchResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('session_id', 35, None),
+        ('responses', 109, _N_FetchResponse__FetchableTopicResponse_5),
+    ),
+    (),
+    (('node_endpoints', 2, None),),
+)
+_N_FetchResponse_8 = (
+    FetchResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('session_id', 35, None),
+        ('responses', 109, _N_FetchResponse__FetchableTopicResponse_5),
+    ),
+    ((0, 'node_endpoints', 237, _N_FetchResponse__NodeEndpoint_0, 2, None),),
+    (),
+)
+FetchResponse._LAYOUTS = {
+    0: _N_FetchResponse_0,
+    1: _N_FetchResponse_1,
+    2: _N_FetchResponse_1,
+    3: _N_FetchResponse_1,
+    4: _N_FetchResponse_2,
+    5: _N_FetchResponse_3,
+    6: _N_FetchResponse_3,
+    7: _N_FetchResponse_4,
+    8: _N_FetchResponse_4,
+    9: _N_FetchResponse_4,
+    10: _N_FetchResponse_4,
+    11: _N_FetchResponse_5,
+    12: _N_FetchResponse_6,
+    13: _N_FetchResponse_7,
+    14: _N_FetchResponse_7,
+    15: _N_FetchResponse_7,
+    16: _N_FetchResponse_8,
+    17: _N_FetchResponse_8,
+    18: _N_FetchResponse_8,
+}
+
+codec_path.install(FetchRequest, FetchResponse)

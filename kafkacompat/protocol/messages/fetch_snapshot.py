@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1322,6 +1322,74 @@ _C_Request__TopicSnapshot._FIELDS = (
 )
 FetchSnapshotRequest._READERS = {0: _r_FetchSnapshotRequest_0, 1: _r_FetchSnapshotRequest_1}
 FetchSnapshotRequest._WRITERS = {0: _w_FetchSnapshotRequest_0, 1: _w_FetchSnapshotRequest_1}
+_N_FetchSnapshotRequest__SnapshotId_0 = (
+    _C_Request__SnapshotId,
+    True,
+    (('end_offset', 36, None), ('epoch', 35, None)),
+    (),
+    (),
+)
+_N_FetchSnapshotRequest__PartitionSnapshot_0 = (
+    _C_Request__PartitionSnapshot,
+    True,
+    (
+        ('partition', 35, None),
+        ('current_leader_epoch', 35, None),
+        ('snapshot_id', 45, _N_FetchSnapshotRequest__SnapshotId_0),
+        ('position', 36, None),
+    ),
+    (),
+    (('replica_directory_id', 4, None),),
+)
+_N_FetchSnapshotRequest__PartitionSnapshot_1 = (
+    _C_Request__PartitionSnapshot,
+    True,
+    (
+        ('partition', 35, None),
+        ('current_leader_epoch', 35, None),
+        ('snapshot_id', 45, _N_FetchSnapshotRequest__SnapshotId_0),
+        ('position', 36, None),
+    ),
+    ((0, 'replica_directory_id', 42, None, 4, None),),
+    (),
+)
+_N_FetchSnapshotRequest__TopicSnapshot_0 = (
+    _C_Request__TopicSnapshot,
+    True,
+    (('name', 43, None), ('partitions', 109, _N_FetchSnapshotRequest__PartitionSnapshot_0)),
+    (),
+    (),
+)
+_N_FetchSnapshotRequest__TopicSnapshot_1 = (
+    _C_Request__TopicSnapshot,
+    True,
+    (('name', 43, None), ('partitions', 109, _N_FetchSnapshotRequest__PartitionSnapshot_1)),
+    (),
+    (),
+)
+_N_FetchSnapshotRequest_0 = (
+    FetchSnapshotRequest,
+    True,
+    (
+        ('replica_id', 35, None),
+        ('max_bytes', 35, None),
+        ('topics', 109, _N_FetchSnapshotRequest__TopicSnapshot_0),
+    ),
+    ((0, 'cluster_id', 59, None, 0, None),),
+    (),
+)
+_N_FetchSnapshotRequest_1 = (
+    FetchSnapshotRequest,
+    True,
+    (
+        ('replica_id', 35, None),
+        ('max_bytes', 35, None),
+        ('topics', 109, _N_FetchSnapshotRequest__TopicSnapshot_1),
+    ),
+    ((0, 'cluster_id', 59, None, 0, None),),
+    (),
+)
+FetchSnapshotRequest._LAYOUTS = {0: _N_FetchSnapshotRequest_0, 1: _N_FetchSnapshotRequest_1}
 
 _C_Response__SnapshotId = FetchSnapshotResponse.SnapshotId
 _C_Response__LeaderIdAndEpoch = FetchSnapshotResponse.LeaderIdAndEpoch
@@ -1413,3 +1481,79 @@ _C_Response__NodeEndpoint._FIELDS = (
 )
 FetchSnapshotResponse._READERS = {0: _r_FetchSnapshotResponse_0, 1: _r_FetchSnapshotResponse_1}
 FetchSnapshotResponse._WRITERS = {0: _w_FetchSnapshotResponse_0, 1: _w_FetchSnapshotResponse_1}
+_N_FetchSnapshotResponse__SnapshotId_0 = (
+    _C_Response__SnapshotId,
+    True,
+    (('end_offset', 36, None), ('epoch', 35, None)),
+    (),
+    (),
+)
+_N_FetchSnapshotResponse__LeaderIdAndEpoch_0 = (
+    _C_Response__LeaderIdAndEpoch,
+    True,
+    (('leader_id', 35, None), ('leader_epoch', 35, None)),
+    (),
+    (),
+)
+_N_FetchSnapshotResponse__PartitionSnapshot_0 = (
+    _C_Response__PartitionSnapshot,
+    True,
+    (
+        ('index', 35, None),
+        ('error_code', 34, None),
+        ('snapshot_id', 45, _N_FetchSnapshotResponse__SnapshotId_0),
+        ('size', 36, None),
+        ('position', 36, None),
+        ('unaligned_records', 44, None),
+    ),
+    (
+        (
+            0,
+            'current_leader',
+            45,
+            _N_FetchSnapshotResponse__LeaderIdAndEpoch_0,
+            3,
+            _C_Response__LeaderIdAndEpoch,
+        ),
+    ),
+    (),
+)
+_N_FetchSnapshotResponse__TopicSnapshot_0 = (
+    _C_Response__TopicSnapshot,
+    True,
+    (('name', 43, None), ('partitions', 109, _N_FetchSnapshotResponse__PartitionSnapshot_0)),
+    (),
+    (),
+)
+_N_FetchSnapshotResponse__NodeEndpoint_0 = (
+    _C_Response__NodeEndpoint,
+    True,
+    (('node_id', 35, None), ('host', 43, None), ('port', 37, None)),
+    (),
+    (),
+)
+_N_FetchSnapshotResponse_0 = (
+    FetchSnapshotResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('topics', 109, _N_FetchSnapshotResponse__TopicSnapshot_0),
+    ),
+    (),
+    (('node_endpoints', 2, None),),
+)
+_N_FetchSnapshotResponse_1 = (
+    FetchSnapshotResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('topics', 109, _N_FetchSnapshotResponse__TopicSnapshot_0),
+    ),
+    ((0, 'node_endpoints', 237, _N_FetchSnapshotResponse__NodeEndpoint_0, 2, None),),
+    (),
+)
+FetchSnapshotResponse._LAYOUTS = {0: _N_FetchSnapshotResponse_0, 1: _N_FetchSnapshotResponse_1}
+
+codec_path.install(FetchSnapshotRequest, FetchSnapshotResponse)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -716,6 +716,43 @@ FindCoordinatorRequest._WRITERS = {
     5: _w_FindCoordinatorRequest_3,
     6: _w_FindCoordinatorRequest_3,
 }
+_N_FindCoordinatorRequest_0 = (
+    FindCoordinatorRequest,
+    False,
+    (('key', 11, None),),
+    (),
+    (('key_type', 0, 0), ('coordinator_keys', 1, None)),
+)
+_N_FindCoordinatorRequest_1 = (
+    FindCoordinatorRequest,
+    False,
+    (('key', 11, None), ('key_type', 1, None)),
+    (),
+    (('coordinator_keys', 1, None),),
+)
+_N_FindCoordinatorRequest_2 = (
+    FindCoordinatorRequest,
+    True,
+    (('key', 43, None), ('key_type', 33, None)),
+    (),
+    (('coordinator_keys', 1, None),),
+)
+_N_FindCoordinatorRequest_3 = (
+    FindCoordinatorRequest,
+    True,
+    (('key_type', 33, None), ('coordinator_keys', 107, None)),
+    (),
+    (('key', 0, ""),),
+)
+FindCoordinatorRequest._LAYOUTS = {
+    0: _N_FindCoordinatorRequest_0,
+    1: _N_FindCoordinatorRequest_1,
+    2: _N_FindCoordinatorRequest_1,
+    3: _N_FindCoordinatorRequest_2,
+    4: _N_FindCoordinatorRequest_3,
+    5: _N_FindCoordinatorRequest_3,
+    6: _N_FindCoordinatorRequest_3,
+}
 
 _C_Response__Coordinator = FindCoordinatorResponse.Coordinator
 
@@ -784,3 +821,70 @@ FindCoordinatorResponse._WRITERS = {
     5: _w_FindCoordinatorResponse_3,
     6: _w_FindCoordinatorResponse_3,
 }
+_N_FindCoordinatorResponse__Coordinator_0 = (
+    _C_Response__Coordinator,
+    True,
+    (
+        ('key', 43, None),
+        ('node_id', 35, None),
+        ('host', 43, None),
+        ('port', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+    ),
+    (),
+    (),
+)
+_N_FindCoordinatorResponse_0 = (
+    FindCoordinatorResponse,
+    False,
+    (('error_code', 2, None), ('node_id', 3, None), ('host', 11, None), ('port', 3, None)),
+    (),
+    (('throttle_time_ms', 0, 0), ('error_message', 0, ""), ('coordinators', 1, None)),
+)
+_N_FindCoordinatorResponse_1 = (
+    FindCoordinatorResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('error_code', 2, None),
+        ('error_message', 27, None),
+        ('node_id', 3, None),
+        ('host', 11, None),
+        ('port', 3, None),
+    ),
+    (),
+    (('coordinators', 1, None),),
+)
+_N_FindCoordinatorResponse_2 = (
+    FindCoordinatorResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('node_id', 35, None),
+        ('host', 43, None),
+        ('port', 35, None),
+    ),
+    (),
+    (('coordinators', 1, None),),
+)
+_N_FindCoordinatorResponse_3 = (
+    FindCoordinatorResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('coordinators', 109, _N_FindCoordinatorResponse__Coordinator_0)),
+    (),
+    (('error_code', 0, 0), ('error_message', 0, ""), ('node_id', 0, 0), ('host', 0, ""), ('port', 0, 0)),
+)
+FindCoordinatorResponse._LAYOUTS = {
+    0: _N_FindCoordinatorResponse_0,
+    1: _N_FindCoordinatorResponse_1,
+    2: _N_FindCoordinatorResponse_1,
+    3: _N_FindCoordinatorResponse_2,
+    4: _N_FindCoordinatorResponse_3,
+    5: _N_FindCoordinatorResponse_3,
+    6: _N_FindCoordinatorResponse_3,
+}
+
+codec_path.install(FindCoordinatorRequest, FindCoordinatorResponse)

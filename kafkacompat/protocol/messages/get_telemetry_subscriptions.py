@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
@@ -282,6 +282,14 @@ GetTelemetrySubscriptionsRequest._FIELDS = (
 )
 GetTelemetrySubscriptionsRequest._READERS = {0: _r_GetTelemetrySubscriptionsRequest_0}
 GetTelemetrySubscriptionsRequest._WRITERS = {0: _w_GetTelemetrySubscriptionsRequest_0}
+_N_GetTelemetrySubscriptionsRequest_0 = (
+    GetTelemetrySubscriptionsRequest,
+    True,
+    (('client_instance_id', 42, None),),
+    (),
+    (),
+)
+GetTelemetrySubscriptionsRequest._LAYOUTS = {0: _N_GetTelemetrySubscriptionsRequest_0}
 
 
 GetTelemetrySubscriptionsResponse._FIELDS = (
@@ -307,3 +315,23 @@ GetTelemetrySubscriptionsResponse._FIELDS = (
 )
 GetTelemetrySubscriptionsResponse._READERS = {0: _r_GetTelemetrySubscriptionsResponse_0}
 GetTelemetrySubscriptionsResponse._WRITERS = {0: _w_GetTelemetrySubscriptionsResponse_0}
+_N_GetTelemetrySubscriptionsResponse_0 = (
+    GetTelemetrySubscriptionsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('client_instance_id', 42, None),
+        ('subscription_id', 35, None),
+        ('accepted_compression_types', 97, None),
+        ('push_interval_ms', 35, None),
+        ('telemetry_max_bytes', 35, None),
+        ('delta_temporality', 32, None),
+        ('requested_metrics', 107, None),
+    ),
+    (),
+    (),
+)
+GetTelemetrySubscriptionsResponse._LAYOUTS = {0: _N_GetTelemetrySubscriptionsResponse_0}
+
+codec_path.install(GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse)

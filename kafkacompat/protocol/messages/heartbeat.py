@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
@@ -390,6 +390,44 @@ HeartbeatRequest._WRITERS = {
     3: _w_HeartbeatRequest_1,
     4: _w_HeartbeatRequest_2,
 }
+_N_HeartbeatRequest_0 = (
+    HeartbeatRequest,
+    False,
+    (('group_id', 11, None), ('generation_id', 3, None), ('member_id', 11, None)),
+    (),
+    (('group_instance_id', 0, None),),
+)
+_N_HeartbeatRequest_1 = (
+    HeartbeatRequest,
+    False,
+    (
+        ('group_id', 11, None),
+        ('generation_id', 3, None),
+        ('member_id', 11, None),
+        ('group_instance_id', 27, None),
+    ),
+    (),
+    (),
+)
+_N_HeartbeatRequest_2 = (
+    HeartbeatRequest,
+    True,
+    (
+        ('group_id', 43, None),
+        ('generation_id', 35, None),
+        ('member_id', 43, None),
+        ('group_instance_id', 59, None),
+    ),
+    (),
+    (),
+)
+HeartbeatRequest._LAYOUTS = {
+    0: _N_HeartbeatRequest_0,
+    1: _N_HeartbeatRequest_0,
+    2: _N_HeartbeatRequest_0,
+    3: _N_HeartbeatRequest_1,
+    4: _N_HeartbeatRequest_2,
+}
 
 
 HeartbeatResponse._FIELDS = (
@@ -410,3 +448,33 @@ HeartbeatResponse._WRITERS = {
     3: _w_HeartbeatResponse_1,
     4: _w_HeartbeatResponse_2,
 }
+_N_HeartbeatResponse_0 = (
+    HeartbeatResponse,
+    False,
+    (('error_code', 2, None),),
+    (),
+    (('throttle_time_ms', 0, 0),),
+)
+_N_HeartbeatResponse_1 = (
+    HeartbeatResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('error_code', 2, None)),
+    (),
+    (),
+)
+_N_HeartbeatResponse_2 = (
+    HeartbeatResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('error_code', 34, None)),
+    (),
+    (),
+)
+HeartbeatResponse._LAYOUTS = {
+    0: _N_HeartbeatResponse_0,
+    1: _N_HeartbeatResponse_1,
+    2: _N_HeartbeatResponse_1,
+    3: _N_HeartbeatResponse_1,
+    4: _N_HeartbeatResponse_2,
+}
+
+codec_path.install(HeartbeatRequest, HeartbeatResponse)

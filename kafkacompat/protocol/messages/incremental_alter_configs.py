@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -727,6 +727,66 @@ IncrementalAlterConfigsRequest._WRITERS = {
     0: _w_IncrementalAlterConfigsRequest_0,
     1: _w_IncrementalAlterConfigsRequest_1,
 }
+_N_IncrementalAlterConfigsRequest__AlterableConfig_0 = (
+    _C_Request__AlterableConfig,
+    False,
+    (('name', 11, None), ('config_operation', 1, None), ('value', 27, None)),
+    (),
+    (),
+)
+_N_IncrementalAlterConfigsRequest__AlterableConfig_1 = (
+    _C_Request__AlterableConfig,
+    True,
+    (('name', 43, None), ('config_operation', 33, None), ('value', 59, None)),
+    (),
+    (),
+)
+_N_IncrementalAlterConfigsRequest__AlterConfigsResource_0 = (
+    _C_Request__AlterConfigsResource,
+    False,
+    (
+        ('resource_type', 1, None),
+        ('resource_name', 11, None),
+        ('configs', 205, _N_IncrementalAlterConfigsRequest__AlterableConfig_0),
+    ),
+    (),
+    (),
+)
+_N_IncrementalAlterConfigsRequest__AlterConfigsResource_1 = (
+    _C_Request__AlterConfigsResource,
+    True,
+    (
+        ('resource_type', 33, None),
+        ('resource_name', 43, None),
+        ('configs', 237, _N_IncrementalAlterConfigsRequest__AlterableConfig_1),
+    ),
+    (),
+    (),
+)
+_N_IncrementalAlterConfigsRequest_0 = (
+    IncrementalAlterConfigsRequest,
+    False,
+    (
+        ('resources', 205, _N_IncrementalAlterConfigsRequest__AlterConfigsResource_0),
+        ('validate_only', 0, None),
+    ),
+    (),
+    (),
+)
+_N_IncrementalAlterConfigsRequest_1 = (
+    IncrementalAlterConfigsRequest,
+    True,
+    (
+        ('resources', 237, _N_IncrementalAlterConfigsRequest__AlterConfigsResource_1),
+        ('validate_only', 32, None),
+    ),
+    (),
+    (),
+)
+IncrementalAlterConfigsRequest._LAYOUTS = {
+    0: _N_IncrementalAlterConfigsRequest_0,
+    1: _N_IncrementalAlterConfigsRequest_1,
+}
 
 _C_Response__AlterConfigsResourceResponse = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
 
@@ -768,3 +828,53 @@ IncrementalAlterConfigsResponse._WRITERS = {
     0: _w_IncrementalAlterConfigsResponse_0,
     1: _w_IncrementalAlterConfigsResponse_1,
 }
+_N_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_0 = (
+    _C_Response__AlterConfigsResourceResponse,
+    False,
+    (
+        ('error_code', 2, None),
+        ('error_message', 27, None),
+        ('resource_type', 1, None),
+        ('resource_name', 11, None),
+    ),
+    (),
+    (),
+)
+_N_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_1 = (
+    _C_Response__AlterConfigsResourceResponse,
+    True,
+    (
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('resource_type', 33, None),
+        ('resource_name', 43, None),
+    ),
+    (),
+    (),
+)
+_N_IncrementalAlterConfigsResponse_0 = (
+    IncrementalAlterConfigsResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('responses', 77, _N_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_0),
+    ),
+    (),
+    (),
+)
+_N_IncrementalAlterConfigsResponse_1 = (
+    IncrementalAlterConfigsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('responses', 109, _N_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_1),
+    ),
+    (),
+    (),
+)
+IncrementalAlterConfigsResponse._LAYOUTS = {
+    0: _N_IncrementalAlterConfigsResponse_0,
+    1: _N_IncrementalAlterConfigsResponse_1,
+}
+
+codec_path.install(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse)

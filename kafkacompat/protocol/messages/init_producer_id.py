@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
@@ -550,6 +550,65 @@ InitProducerIdRequest._WRITERS = {
     5: _w_InitProducerIdRequest_2,
     6: _w_InitProducerIdRequest_3,
 }
+_N_InitProducerIdRequest_0 = (
+    InitProducerIdRequest,
+    False,
+    (('transactional_id', 27, None), ('transaction_timeout_ms', 3, None)),
+    (),
+    (
+        ('producer_id', 0, -1),
+        ('producer_epoch', 0, -1),
+        ('enable2_pc', 0, False),
+        ('keep_prepared_txn', 0, False),
+    ),
+)
+_N_InitProducerIdRequest_1 = (
+    InitProducerIdRequest,
+    True,
+    (('transactional_id', 59, None), ('transaction_timeout_ms', 35, None)),
+    (),
+    (
+        ('producer_id', 0, -1),
+        ('producer_epoch', 0, -1),
+        ('enable2_pc', 0, False),
+        ('keep_prepared_txn', 0, False),
+    ),
+)
+_N_InitProducerIdRequest_2 = (
+    InitProducerIdRequest,
+    True,
+    (
+        ('transactional_id', 59, None),
+        ('transaction_timeout_ms', 35, None),
+        ('producer_id', 36, None),
+        ('producer_epoch', 34, None),
+    ),
+    (),
+    (('enable2_pc', 0, False), ('keep_prepared_txn', 0, False)),
+)
+_N_InitProducerIdRequest_3 = (
+    InitProducerIdRequest,
+    True,
+    (
+        ('transactional_id', 59, None),
+        ('transaction_timeout_ms', 35, None),
+        ('producer_id', 36, None),
+        ('producer_epoch', 34, None),
+        ('enable2_pc', 32, None),
+        ('keep_prepared_txn', 32, None),
+    ),
+    (),
+    (),
+)
+InitProducerIdRequest._LAYOUTS = {
+    0: _N_InitProducerIdRequest_0,
+    1: _N_InitProducerIdRequest_0,
+    2: _N_InitProducerIdRequest_1,
+    3: _N_InitProducerIdRequest_2,
+    4: _N_InitProducerIdRequest_2,
+    5: _N_InitProducerIdRequest_2,
+    6: _N_InitProducerIdRequest_3,
+}
 
 
 InitProducerIdResponse._FIELDS = (
@@ -588,3 +647,52 @@ InitProducerIdResponse._WRITERS = {
     5: _w_InitProducerIdResponse_1,
     6: _w_InitProducerIdResponse_2,
 }
+_N_InitProducerIdResponse_0 = (
+    InitProducerIdResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('error_code', 2, None),
+        ('producer_id', 4, None),
+        ('producer_epoch', 2, None),
+    ),
+    (),
+    (('ongoing_txn_producer_id', 0, -1), ('ongoing_txn_producer_epoch', 0, -1)),
+)
+_N_InitProducerIdResponse_1 = (
+    InitProducerIdResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('producer_id', 36, None),
+        ('producer_epoch', 34, None),
+    ),
+    (),
+    (('ongoing_txn_producer_id', 0, -1), ('ongoing_txn_producer_epoch', 0, -1)),
+)
+_N_InitProducerIdResponse_2 = (
+    InitProducerIdResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('producer_id', 36, None),
+        ('producer_epoch', 34, None),
+        ('ongoing_txn_producer_id', 36, None),
+        ('ongoing_txn_producer_epoch', 34, None),
+    ),
+    (),
+    (),
+)
+InitProducerIdResponse._LAYOUTS = {
+    0: _N_InitProducerIdResponse_0,
+    1: _N_InitProducerIdResponse_0,
+    2: _N_InitProducerIdResponse_1,
+    3: _N_InitProducerIdResponse_1,
+    4: _N_InitProducerIdResponse_1,
+    5: _N_InitProducerIdResponse_1,
+    6: _N_InitProducerIdResponse_2,
+}
+
+codec_path.install(InitProducerIdRequest, InitProducerIdResponse)

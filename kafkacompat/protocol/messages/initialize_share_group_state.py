@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -540,6 +540,28 @@ _C_Request__InitializeStateData._FIELDS = (
 )
 InitializeShareGroupStateRequest._READERS = {0: _r_InitializeShareGroupStateRequest_0}
 InitializeShareGroupStateRequest._WRITERS = {0: _w_InitializeShareGroupStateRequest_0}
+_N_InitializeShareGroupStateRequest__PartitionData_0 = (
+    _C_Request__PartitionData,
+    True,
+    (('partition', 35, None), ('state_epoch', 35, None), ('start_offset', 36, None)),
+    (),
+    (),
+)
+_N_InitializeShareGroupStateRequest__InitializeStateData_0 = (
+    _C_Request__InitializeStateData,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_InitializeShareGroupStateRequest__PartitionData_0)),
+    (),
+    (),
+)
+_N_InitializeShareGroupStateRequest_0 = (
+    InitializeShareGroupStateRequest,
+    True,
+    (('group_id', 43, None), ('topics', 109, _N_InitializeShareGroupStateRequest__InitializeStateData_0)),
+    (),
+    (),
+)
+InitializeShareGroupStateRequest._LAYOUTS = {0: _N_InitializeShareGroupStateRequest_0}
 
 _C_Response__PartitionResult = InitializeShareGroupStateResponse.PartitionResult
 _C_Response__InitializeStateResult = InitializeShareGroupStateResponse.InitializeStateResult
@@ -588,3 +610,27 @@ _C_Response__InitializeStateResult._FIELDS = (
 )
 InitializeShareGroupStateResponse._READERS = {0: _r_InitializeShareGroupStateResponse_0}
 InitializeShareGroupStateResponse._WRITERS = {0: _w_InitializeShareGroupStateResponse_0}
+_N_InitializeShareGroupStateResponse__PartitionResult_0 = (
+    _C_Response__PartitionResult,
+    True,
+    (('partition', 35, None), ('error_code', 34, None), ('error_message', 59, None)),
+    (),
+    (),
+)
+_N_InitializeShareGroupStateResponse__InitializeStateResult_0 = (
+    _C_Response__InitializeStateResult,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_InitializeShareGroupStateResponse__PartitionResult_0)),
+    (),
+    (),
+)
+_N_InitializeShareGroupStateResponse_0 = (
+    InitializeShareGroupStateResponse,
+    True,
+    (('results', 109, _N_InitializeShareGroupStateResponse__InitializeStateResult_0),),
+    (),
+    (),
+)
+InitializeShareGroupStateResponse._LAYOUTS = {0: _N_InitializeShareGroupStateResponse_0}
+
+codec_path.install(InitializeShareGroupStateRequest, InitializeShareGroupStateResponse)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1926,6 +1926,105 @@ JoinGroupRequest._WRITERS = {
     8: _w_JoinGroupRequest_4,
     9: _w_JoinGroupRequest_4,
 }
+_N_JoinGroupRequest__JoinGroupRequestProtocol_0 = (
+    _C_Request__JoinGroupRequestProtocol,
+    False,
+    (('name', 11, None), ('metadata', 12, None)),
+    (),
+    (),
+)
+_N_JoinGroupRequest__JoinGroupRequestProtocol_1 = (
+    _C_Request__JoinGroupRequestProtocol,
+    True,
+    (('name', 43, None), ('metadata', 44, None)),
+    (),
+    (),
+)
+_N_JoinGroupRequest_0 = (
+    JoinGroupRequest,
+    False,
+    (
+        ('group_id', 11, None),
+        ('session_timeout_ms', 3, None),
+        ('member_id', 11, None),
+        ('protocol_type', 11, None),
+        ('protocols', 205, _N_JoinGroupRequest__JoinGroupRequestProtocol_0),
+    ),
+    (),
+    (('rebalance_timeout_ms', 0, -1), ('group_instance_id', 0, None), ('reason', 0, None)),
+)
+_N_JoinGroupRequest_1 = (
+    JoinGroupRequest,
+    False,
+    (
+        ('group_id', 11, None),
+        ('session_timeout_ms', 3, None),
+        ('rebalance_timeout_ms', 3, None),
+        ('member_id', 11, None),
+        ('protocol_type', 11, None),
+        ('protocols', 205, _N_JoinGroupRequest__JoinGroupRequestProtocol_0),
+    ),
+    (),
+    (('group_instance_id', 0, None), ('reason', 0, None)),
+)
+_N_JoinGroupRequest_2 = (
+    JoinGroupRequest,
+    False,
+    (
+        ('group_id', 11, None),
+        ('session_timeout_ms', 3, None),
+        ('rebalance_timeout_ms', 3, None),
+        ('member_id', 11, None),
+        ('group_instance_id', 27, None),
+        ('protocol_type', 11, None),
+        ('protocols', 205, _N_JoinGroupRequest__JoinGroupRequestProtocol_0),
+    ),
+    (),
+    (('reason', 0, None),),
+)
+_N_JoinGroupRequest_3 = (
+    JoinGroupRequest,
+    True,
+    (
+        ('group_id', 43, None),
+        ('session_timeout_ms', 35, None),
+        ('rebalance_timeout_ms', 35, None),
+        ('member_id', 43, None),
+        ('group_instance_id', 59, None),
+        ('protocol_type', 43, None),
+        ('protocols', 237, _N_JoinGroupRequest__JoinGroupRequestProtocol_1),
+    ),
+    (),
+    (('reason', 0, None),),
+)
+_N_JoinGroupRequest_4 = (
+    JoinGroupRequest,
+    True,
+    (
+        ('group_id', 43, None),
+        ('session_timeout_ms', 35, None),
+        ('rebalance_timeout_ms', 35, None),
+        ('member_id', 43, None),
+        ('group_instance_id', 59, None),
+        ('protocol_type', 43, None),
+        ('protocols', 237, _N_JoinGroupRequest__JoinGroupRequestProtocol_1),
+        ('reason', 59, None),
+    ),
+    (),
+    (),
+)
+JoinGroupRequest._LAYOUTS = {
+    0: _N_JoinGroupRequest_0,
+    1: _N_JoinGroupRequest_1,
+    2: _N_JoinGroupRequest_1,
+    3: _N_JoinGroupRequest_1,
+    4: _N_JoinGroupRequest_1,
+    5: _N_JoinGroupRequest_2,
+    6: _N_JoinGroupRequest_3,
+    7: _N_JoinGroupRequest_3,
+    8: _N_JoinGroupRequest_4,
+    9: _N_JoinGroupRequest_4,
+}
 
 _C_Response__JoinGroupResponseMember = JoinGroupResponse.JoinGroupResponseMember
 
@@ -2009,3 +2108,130 @@ JoinGroupResponse._WRITERS = {
     8: _w_JoinGroupResponse_4,
     9: _w_JoinGroupResponse_5,
 }
+_N_JoinGroupResponse__JoinGroupResponseMember_0 = (
+    _C_Response__JoinGroupResponseMember,
+    False,
+    (('member_id', 11, None), ('metadata', 12, None)),
+    (),
+    (('group_instance_id', 0, None),),
+)
+_N_JoinGroupResponse__JoinGroupResponseMember_1 = (
+    _C_Response__JoinGroupResponseMember,
+    False,
+    (('member_id', 11, None), ('group_instance_id', 27, None), ('metadata', 12, None)),
+    (),
+    (),
+)
+_N_JoinGroupResponse__JoinGroupResponseMember_2 = (
+    _C_Response__JoinGroupResponseMember,
+    True,
+    (('member_id', 43, None), ('group_instance_id', 59, None), ('metadata', 44, None)),
+    (),
+    (),
+)
+_N_JoinGroupResponse_0 = (
+    JoinGroupResponse,
+    False,
+    (
+        ('error_code', 2, None),
+        ('generation_id', 3, None),
+        ('protocol_name', 11, None),
+        ('leader', 11, None),
+        ('member_id', 11, None),
+        ('members', 77, _N_JoinGroupResponse__JoinGroupResponseMember_0),
+    ),
+    (),
+    (('throttle_time_ms', 0, 0), ('protocol_type', 0, None), ('skip_assignment', 0, False)),
+)
+_N_JoinGroupResponse_1 = (
+    JoinGroupResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('error_code', 2, None),
+        ('generation_id', 3, None),
+        ('protocol_name', 11, None),
+        ('leader', 11, None),
+        ('member_id', 11, None),
+        ('members', 77, _N_JoinGroupResponse__JoinGroupResponseMember_0),
+    ),
+    (),
+    (('protocol_type', 0, None), ('skip_assignment', 0, False)),
+)
+_N_JoinGroupResponse_2 = (
+    JoinGroupResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('error_code', 2, None),
+        ('generation_id', 3, None),
+        ('protocol_name', 11, None),
+        ('leader', 11, None),
+        ('member_id', 11, None),
+        ('members', 77, _N_JoinGroupResponse__JoinGroupResponseMember_1),
+    ),
+    (),
+    (('protocol_type', 0, None), ('skip_assignment', 0, False)),
+)
+_N_JoinGroupResponse_3 = (
+    JoinGroupResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('generation_id', 35, None),
+        ('protocol_name', 43, None),
+        ('leader', 43, None),
+        ('member_id', 43, None),
+        ('members', 109, _N_JoinGroupResponse__JoinGroupResponseMember_2),
+    ),
+    (),
+    (('protocol_type', 0, None), ('skip_assignment', 0, False)),
+)
+_N_JoinGroupResponse_4 = (
+    JoinGroupResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('generation_id', 35, None),
+        ('protocol_type', 59, None),
+        ('protocol_name', 59, None),
+        ('leader', 43, None),
+        ('member_id', 43, None),
+        ('members', 109, _N_JoinGroupResponse__JoinGroupResponseMember_2),
+    ),
+    (),
+    (('skip_assignment', 0, False),),
+)
+_N_JoinGroupResponse_5 = (
+    JoinGroupResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('generation_id', 35, None),
+        ('protocol_type', 59, None),
+        ('protocol_name', 59, None),
+        ('leader', 43, None),
+        ('skip_assignment', 32, None),
+        ('member_id', 43, None),
+        ('members', 109, _N_JoinGroupResponse__JoinGroupResponseMember_2),
+    ),
+    (),
+    (),
+)
+JoinGroupResponse._LAYOUTS = {
+    0: _N_JoinGroupResponse_0,
+    1: _N_JoinGroupResponse_0,
+    2: _N_JoinGroupResponse_1,
+    3: _N_JoinGroupResponse_1,
+    4: _N_JoinGroupResponse_1,
+    5: _N_JoinGroupResponse_2,
+    6: _N_JoinGroupResponse_3,
+    7: _N_JoinGroupResponse_4,
+    8: _N_JoinGroupResponse_4,
+    9: _N_JoinGroupResponse_5,
+}
+
+codec_path.install(JoinGroupRequest, JoinGroupResponse)

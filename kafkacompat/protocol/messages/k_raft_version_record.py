@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -75,3 +75,13 @@ KRaftVersionRecord._FIELDS = (
 )
 KRaftVersionRecord._READERS = {0: _r_KRaftVersionRecord_0}
 KRaftVersionRecord._WRITERS = {0: _w_KRaftVersionRecord_0}
+_N_KRaftVersionRecord_0 = (
+    KRaftVersionRecord,
+    True,
+    (('version', 34, None), ('k_raft_version', 34, None)),
+    (),
+    (),
+)
+KRaftVersionRecord._LAYOUTS = {0: _N_KRaftVersionRecord_0}
+
+codec_path.install(KRaftVersionRecord)

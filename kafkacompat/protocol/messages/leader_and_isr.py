@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -3076,6 +3076,302 @@ LeaderAndIsrRequest._WRITERS = {
     6: _w_LeaderAndIsrRequest_6,
     7: _w_LeaderAndIsrRequest_7,
 }
+_N_LeaderAndIsrRequest__LeaderAndIsrPartitionState_0 = (
+    _C_Request__LeaderAndIsrPartitionState,
+    False,
+    (
+        ('topic_name', 11, None),
+        ('partition_index', 3, None),
+        ('controller_epoch', 3, None),
+        ('leader', 3, None),
+        ('leader_epoch', 3, None),
+        ('isr', 67, None),
+        ('partition_epoch', 3, None),
+        ('replicas', 67, None),
+    ),
+    (),
+    (
+        ('adding_replicas', 1, None),
+        ('removing_replicas', 1, None),
+        ('is_new', 0, False),
+        ('leader_recovery_state', 0, 0),
+    ),
+)
+_N_LeaderAndIsrRequest__LeaderAndIsrPartitionState_1 = (
+    _C_Request__LeaderAndIsrPartitionState,
+    False,
+    (
+        ('topic_name', 11, None),
+        ('partition_index', 3, None),
+        ('controller_epoch', 3, None),
+        ('leader', 3, None),
+        ('leader_epoch', 3, None),
+        ('isr', 67, None),
+        ('partition_epoch', 3, None),
+        ('replicas', 67, None),
+        ('is_new', 0, None),
+    ),
+    (),
+    (('adding_replicas', 1, None), ('removing_replicas', 1, None), ('leader_recovery_state', 0, 0)),
+)
+_N_LeaderAndIsrRequest__LeaderAndIsrPartitionState_2 = (
+    _C_Request__LeaderAndIsrPartitionState,
+    False,
+    (
+        ('partition_index', 3, None),
+        ('controller_epoch', 3, None),
+        ('leader', 3, None),
+        ('leader_epoch', 3, None),
+        ('isr', 67, None),
+        ('partition_epoch', 3, None),
+        ('replicas', 67, None),
+        ('is_new', 0, None),
+    ),
+    (),
+    (
+        ('topic_name', 0, ""),
+        ('adding_replicas', 1, None),
+        ('removing_replicas', 1, None),
+        ('leader_recovery_state', 0, 0),
+    ),
+)
+_N_LeaderAndIsrRequest__LeaderAndIsrPartitionState_3 = (
+    _C_Request__LeaderAndIsrPartitionState,
+    False,
+    (
+        ('partition_index', 3, None),
+        ('controller_epoch', 3, None),
+        ('leader', 3, None),
+        ('leader_epoch', 3, None),
+        ('isr', 67, None),
+        ('partition_epoch', 3, None),
+        ('replicas', 67, None),
+        ('adding_replicas', 67, None),
+        ('removing_replicas', 67, None),
+        ('is_new', 0, None),
+    ),
+    (),
+    (('topic_name', 0, ""), ('leader_recovery_state', 0, 0)),
+)
+_N_LeaderAndIsrRequest__LeaderAndIsrPartitionState_4 = (
+    _C_Request__LeaderAndIsrPartitionState,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('controller_epoch', 35, None),
+        ('leader', 35, None),
+        ('leader_epoch', 35, None),
+        ('isr', 99, None),
+        ('partition_epoch', 35, None),
+        ('replicas', 99, None),
+        ('adding_replicas', 99, None),
+        ('removing_replicas', 99, None),
+        ('is_new', 32, None),
+    ),
+    (),
+    (('topic_name', 0, ""), ('leader_recovery_state', 0, 0)),
+)
+_N_LeaderAndIsrRequest__LeaderAndIsrPartitionState_5 = (
+    _C_Request__LeaderAndIsrPartitionState,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('controller_epoch', 35, None),
+        ('leader', 35, None),
+        ('leader_epoch', 35, None),
+        ('isr', 99, None),
+        ('partition_epoch', 35, None),
+        ('replicas', 99, None),
+        ('adding_replicas', 99, None),
+        ('removing_replicas', 99, None),
+        ('is_new', 32, None),
+        ('leader_recovery_state', 33, None),
+    ),
+    (),
+    (('topic_name', 0, ""),),
+)
+_N_LeaderAndIsrRequest__LeaderAndIsrTopicState_0 = (
+    _C_Request__LeaderAndIsrTopicState,
+    False,
+    (
+        ('topic_name', 11, None),
+        ('partition_states', 77, _N_LeaderAndIsrRequest__LeaderAndIsrPartitionState_2),
+    ),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_LeaderAndIsrRequest__LeaderAndIsrTopicState_1 = (
+    _C_Request__LeaderAndIsrTopicState,
+    False,
+    (
+        ('topic_name', 11, None),
+        ('partition_states', 77, _N_LeaderAndIsrRequest__LeaderAndIsrPartitionState_3),
+    ),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_LeaderAndIsrRequest__LeaderAndIsrTopicState_2 = (
+    _C_Request__LeaderAndIsrTopicState,
+    True,
+    (
+        ('topic_name', 43, None),
+        ('partition_states', 109, _N_LeaderAndIsrRequest__LeaderAndIsrPartitionState_4),
+    ),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_LeaderAndIsrRequest__LeaderAndIsrTopicState_3 = (
+    _C_Request__LeaderAndIsrTopicState,
+    True,
+    (
+        ('topic_name', 43, None),
+        ('topic_id', 42, None),
+        ('partition_states', 109, _N_LeaderAndIsrRequest__LeaderAndIsrPartitionState_4),
+    ),
+    (),
+    (),
+)
+_N_LeaderAndIsrRequest__LeaderAndIsrTopicState_4 = (
+    _C_Request__LeaderAndIsrTopicState,
+    True,
+    (
+        ('topic_name', 43, None),
+        ('topic_id', 42, None),
+        ('partition_states', 109, _N_LeaderAndIsrRequest__LeaderAndIsrPartitionState_5),
+    ),
+    (),
+    (),
+)
+_N_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_0 = (
+    _C_Request__LeaderAndIsrLiveLeader,
+    False,
+    (('broker_id', 3, None), ('host_name', 11, None), ('port', 3, None)),
+    (),
+    (),
+)
+_N_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1 = (
+    _C_Request__LeaderAndIsrLiveLeader,
+    True,
+    (('broker_id', 35, None), ('host_name', 43, None), ('port', 35, None)),
+    (),
+    (),
+)
+_N_LeaderAndIsrRequest_0 = (
+    LeaderAndIsrRequest,
+    False,
+    (
+        ('controller_id', 3, None),
+        ('controller_epoch', 3, None),
+        ('ungrouped_partition_states', 77, _N_LeaderAndIsrRequest__LeaderAndIsrPartitionState_0),
+        ('live_leaders', 77, _N_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_0),
+    ),
+    (),
+    (('is_k_raft_controller', 0, False), ('broker_epoch', 0, -1), ('type', 0, 0), ('topic_states', 1, None)),
+)
+_N_LeaderAndIsrRequest_1 = (
+    LeaderAndIsrRequest,
+    False,
+    (
+        ('controller_id', 3, None),
+        ('controller_epoch', 3, None),
+        ('ungrouped_partition_states', 77, _N_LeaderAndIsrRequest__LeaderAndIsrPartitionState_1),
+        ('live_leaders', 77, _N_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_0),
+    ),
+    (),
+    (('is_k_raft_controller', 0, False), ('broker_epoch', 0, -1), ('type', 0, 0), ('topic_states', 1, None)),
+)
+_N_LeaderAndIsrRequest_2 = (
+    LeaderAndIsrRequest,
+    False,
+    (
+        ('controller_id', 3, None),
+        ('controller_epoch', 3, None),
+        ('broker_epoch', 4, None),
+        ('topic_states', 77, _N_LeaderAndIsrRequest__LeaderAndIsrTopicState_0),
+        ('live_leaders', 77, _N_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_0),
+    ),
+    (),
+    (('is_k_raft_controller', 0, False), ('type', 0, 0), ('ungrouped_partition_states', 1, None)),
+)
+_N_LeaderAndIsrRequest_3 = (
+    LeaderAndIsrRequest,
+    False,
+    (
+        ('controller_id', 3, None),
+        ('controller_epoch', 3, None),
+        ('broker_epoch', 4, None),
+        ('topic_states', 77, _N_LeaderAndIsrRequest__LeaderAndIsrTopicState_1),
+        ('live_leaders', 77, _N_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_0),
+    ),
+    (),
+    (('is_k_raft_controller', 0, False), ('type', 0, 0), ('ungrouped_partition_states', 1, None)),
+)
+_N_LeaderAndIsrRequest_4 = (
+    LeaderAndIsrRequest,
+    True,
+    (
+        ('controller_id', 35, None),
+        ('controller_epoch', 35, None),
+        ('broker_epoch', 36, None),
+        ('topic_states', 109, _N_LeaderAndIsrRequest__LeaderAndIsrTopicState_2),
+        ('live_leaders', 109, _N_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1),
+    ),
+    (),
+    (('is_k_raft_controller', 0, False), ('type', 0, 0), ('ungrouped_partition_states', 1, None)),
+)
+_N_LeaderAndIsrRequest_5 = (
+    LeaderAndIsrRequest,
+    True,
+    (
+        ('controller_id', 35, None),
+        ('controller_epoch', 35, None),
+        ('broker_epoch', 36, None),
+        ('type', 33, None),
+        ('topic_states', 109, _N_LeaderAndIsrRequest__LeaderAndIsrTopicState_3),
+        ('live_leaders', 109, _N_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1),
+    ),
+    (),
+    (('is_k_raft_controller', 0, False), ('ungrouped_partition_states', 1, None)),
+)
+_N_LeaderAndIsrRequest_6 = (
+    LeaderAndIsrRequest,
+    True,
+    (
+        ('controller_id', 35, None),
+        ('controller_epoch', 35, None),
+        ('broker_epoch', 36, None),
+        ('type', 33, None),
+        ('topic_states', 109, _N_LeaderAndIsrRequest__LeaderAndIsrTopicState_4),
+        ('live_leaders', 109, _N_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1),
+    ),
+    (),
+    (('is_k_raft_controller', 0, False), ('ungrouped_partition_states', 1, None)),
+)
+_N_LeaderAndIsrRequest_7 = (
+    LeaderAndIsrRequest,
+    True,
+    (
+        ('controller_id', 35, None),
+        ('is_k_raft_controller', 32, None),
+        ('controller_epoch', 35, None),
+        ('broker_epoch', 36, None),
+        ('type', 33, None),
+        ('topic_states', 109, _N_LeaderAndIsrRequest__LeaderAndIsrTopicState_4),
+        ('live_leaders', 109, _N_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1),
+    ),
+    (),
+    (('ungrouped_partition_states', 1, None),),
+)
+LeaderAndIsrRequest._LAYOUTS = {
+    0: _N_LeaderAndIsrRequest_0,
+    1: _N_LeaderAndIsrRequest_1,
+    2: _N_LeaderAndIsrRequest_2,
+    3: _N_LeaderAndIsrRequest_3,
+    4: _N_LeaderAndIsrRequest_4,
+    5: _N_LeaderAndIsrRequest_5,
+    6: _N_LeaderAndIsrRequest_6,
+    7: _N_LeaderAndIsrRequest_7,
+}
 
 _C_Response__LeaderAndIsrPartitionError = LeaderAndIsrResponse.LeaderAndIsrPartitionError
 _C_Response__LeaderAndIsrTopicError = LeaderAndIsrResponse.LeaderAndIsrTopicError
@@ -3144,3 +3440,73 @@ LeaderAndIsrResponse._WRITERS = {
     6: _w_LeaderAndIsrResponse_2,
     7: _w_LeaderAndIsrResponse_2,
 }
+_N_LeaderAndIsrResponse__LeaderAndIsrPartitionError_0 = (
+    _C_Response__LeaderAndIsrPartitionError,
+    False,
+    (('topic_name', 11, None), ('partition_index', 3, None), ('error_code', 2, None)),
+    (),
+    (),
+)
+_N_LeaderAndIsrResponse__LeaderAndIsrPartitionError_1 = (
+    _C_Response__LeaderAndIsrPartitionError,
+    True,
+    (('topic_name', 43, None), ('partition_index', 35, None), ('error_code', 34, None)),
+    (),
+    (),
+)
+_N_LeaderAndIsrResponse__LeaderAndIsrPartitionError_2 = (
+    _C_Response__LeaderAndIsrPartitionError,
+    True,
+    (('partition_index', 35, None), ('error_code', 34, None)),
+    (),
+    (('topic_name', 0, ""),),
+)
+_N_LeaderAndIsrResponse__LeaderAndIsrTopicError_0 = (
+    _C_Response__LeaderAndIsrTopicError,
+    True,
+    (
+        ('topic_id', 42, None),
+        ('partition_errors', 109, _N_LeaderAndIsrResponse__LeaderAndIsrPartitionError_2),
+    ),
+    (),
+    (),
+)
+_N_LeaderAndIsrResponse_0 = (
+    LeaderAndIsrResponse,
+    False,
+    (
+        ('error_code', 2, None),
+        ('partition_errors', 77, _N_LeaderAndIsrResponse__LeaderAndIsrPartitionError_0),
+    ),
+    (),
+    (('topics', 2, None),),
+)
+_N_LeaderAndIsrResponse_1 = (
+    LeaderAndIsrResponse,
+    True,
+    (
+        ('error_code', 34, None),
+        ('partition_errors', 109, _N_LeaderAndIsrResponse__LeaderAndIsrPartitionError_1),
+    ),
+    (),
+    (('topics', 2, None),),
+)
+_N_LeaderAndIsrResponse_2 = (
+    LeaderAndIsrResponse,
+    True,
+    (('error_code', 34, None), ('topics', 237, _N_LeaderAndIsrResponse__LeaderAndIsrTopicError_0)),
+    (),
+    (('partition_errors', 1, None),),
+)
+LeaderAndIsrResponse._LAYOUTS = {
+    0: _N_LeaderAndIsrResponse_0,
+    1: _N_LeaderAndIsrResponse_0,
+    2: _N_LeaderAndIsrResponse_0,
+    3: _N_LeaderAndIsrResponse_0,
+    4: _N_LeaderAndIsrResponse_1,
+    5: _N_LeaderAndIsrResponse_2,
+    6: _N_LeaderAndIsrResponse_2,
+    7: _N_LeaderAndIsrResponse_2,
+}
+
+codec_path.install(LeaderAndIsrRequest, LeaderAndIsrResponse)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -415,3 +415,44 @@ _C_LeaderChangeMessage__Voter._FIELDS = (
 )
 LeaderChangeMessage._READERS = {0: _r_LeaderChangeMessage_0, 1: _r_LeaderChangeMessage_1}
 LeaderChangeMessage._WRITERS = {0: _w_LeaderChangeMessage_0, 1: _w_LeaderChangeMessage_1}
+_N_LeaderChangeMessage__Voter_0 = (
+    _C_LeaderChangeMessage__Voter,
+    True,
+    (('voter_id', 35, None),),
+    (),
+    (('voter_directory_id', 4, None),),
+)
+_N_LeaderChangeMessage__Voter_1 = (
+    _C_LeaderChangeMessage__Voter,
+    True,
+    (('voter_id', 35, None), ('voter_directory_id', 42, None)),
+    (),
+    (),
+)
+_N_LeaderChangeMessage_0 = (
+    LeaderChangeMessage,
+    True,
+    (
+        ('version', 34, None),
+        ('leader_id', 35, None),
+        ('voters', 109, _N_LeaderChangeMessage__Voter_0),
+        ('granting_voters', 109, _N_LeaderChangeMessage__Voter_0),
+    ),
+    (),
+    (),
+)
+_N_LeaderChangeMessage_1 = (
+    LeaderChangeMessage,
+    True,
+    (
+        ('version', 34, None),
+        ('leader_id', 35, None),
+        ('voters', 109, _N_LeaderChangeMessage__Voter_1),
+        ('granting_voters', 109, _N_LeaderChangeMessage__Voter_1),
+    ),
+    (),
+    (),
+)
+LeaderChangeMessage._LAYOUTS = {0: _N_LeaderChangeMessage_0, 1: _N_LeaderChangeMessage_1}
+
+codec_path.install(LeaderChangeMessage)

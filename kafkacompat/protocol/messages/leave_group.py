@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -868,6 +868,63 @@ LeaveGroupRequest._WRITERS = {
     4: _w_LeaveGroupRequest_2,
     5: _w_LeaveGroupRequest_3,
 }
+_N_LeaveGroupRequest__MemberIdentity_0 = (
+    _C_Request__MemberIdentity,
+    False,
+    (('member_id', 11, None), ('group_instance_id', 27, None)),
+    (),
+    (('reason', 0, None),),
+)
+_N_LeaveGroupRequest__MemberIdentity_1 = (
+    _C_Request__MemberIdentity,
+    True,
+    (('member_id', 43, None), ('group_instance_id', 59, None)),
+    (),
+    (('reason', 0, None),),
+)
+_N_LeaveGroupRequest__MemberIdentity_2 = (
+    _C_Request__MemberIdentity,
+    True,
+    (('member_id', 43, None), ('group_instance_id', 59, None), ('reason', 59, None)),
+    (),
+    (),
+)
+_N_LeaveGroupRequest_0 = (
+    LeaveGroupRequest,
+    False,
+    (('group_id', 11, None), ('member_id', 11, None)),
+    (),
+    (('members', 1, None),),
+)
+_N_LeaveGroupRequest_1 = (
+    LeaveGroupRequest,
+    False,
+    (('group_id', 11, None), ('members', 77, _N_LeaveGroupRequest__MemberIdentity_0)),
+    (),
+    (('member_id', 0, ""),),
+)
+_N_LeaveGroupRequest_2 = (
+    LeaveGroupRequest,
+    True,
+    (('group_id', 43, None), ('members', 109, _N_LeaveGroupRequest__MemberIdentity_1)),
+    (),
+    (('member_id', 0, ""),),
+)
+_N_LeaveGroupRequest_3 = (
+    LeaveGroupRequest,
+    True,
+    (('group_id', 43, None), ('members', 109, _N_LeaveGroupRequest__MemberIdentity_2)),
+    (),
+    (('member_id', 0, ""),),
+)
+LeaveGroupRequest._LAYOUTS = {
+    0: _N_LeaveGroupRequest_0,
+    1: _N_LeaveGroupRequest_0,
+    2: _N_LeaveGroupRequest_0,
+    3: _N_LeaveGroupRequest_1,
+    4: _N_LeaveGroupRequest_2,
+    5: _N_LeaveGroupRequest_3,
+}
 
 _C_Response__MemberResponse = LeaveGroupResponse.MemberResponse
 
@@ -917,3 +974,63 @@ LeaveGroupResponse._WRITERS = {
     4: _w_LeaveGroupResponse_3,
     5: _w_LeaveGroupResponse_3,
 }
+_N_LeaveGroupResponse__MemberResponse_0 = (
+    _C_Response__MemberResponse,
+    False,
+    (('member_id', 11, None), ('group_instance_id', 27, None), ('error_code', 2, None)),
+    (),
+    (),
+)
+_N_LeaveGroupResponse__MemberResponse_1 = (
+    _C_Response__MemberResponse,
+    True,
+    (('member_id', 43, None), ('group_instance_id', 59, None), ('error_code', 34, None)),
+    (),
+    (),
+)
+_N_LeaveGroupResponse_0 = (
+    LeaveGroupResponse,
+    False,
+    (('error_code', 2, None),),
+    (),
+    (('throttle_time_ms', 0, 0), ('members', 1, None)),
+)
+_N_LeaveGroupResponse_1 = (
+    LeaveGroupResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('error_code', 2, None)),
+    (),
+    (('members', 1, None),),
+)
+_N_LeaveGroupResponse_2 = (
+    LeaveGroupResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('error_code', 2, None),
+        ('members', 77, _N_LeaveGroupResponse__MemberResponse_0),
+    ),
+    (),
+    (),
+)
+_N_LeaveGroupResponse_3 = (
+    LeaveGroupResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('members', 109, _N_LeaveGroupResponse__MemberResponse_1),
+    ),
+    (),
+    (),
+)
+LeaveGroupResponse._LAYOUTS = {
+    0: _N_LeaveGroupResponse_0,
+    1: _N_LeaveGroupResponse_1,
+    2: _N_LeaveGroupResponse_1,
+    3: _N_LeaveGroupResponse_2,
+    4: _N_LeaveGroupResponse_3,
+    5: _N_LeaveGroupResponse_3,
+}
+
+codec_path.install(LeaveGroupRequest, LeaveGroupResponse)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -419,6 +419,9 @@ ListConfigResourcesRequest._FIELDS = (
 )
 ListConfigResourcesRequest._READERS = {0: _r_ListConfigResourcesRequest_0, 1: _r_ListConfigResourcesRequest_1}
 ListConfigResourcesRequest._WRITERS = {0: _w_ListConfigResourcesRequest_0, 1: _w_ListConfigResourcesRequest_1}
+_N_ListConfigResourcesRequest_0 = (ListConfigResourcesRequest, True, (), (), (('resource_types', 1, None),))
+_N_ListConfigResourcesRequest_1 = (ListConfigResourcesRequest, True, (('resource_types', 97, None),), (), ())
+ListConfigResourcesRequest._LAYOUTS = {0: _N_ListConfigResourcesRequest_0, 1: _N_ListConfigResourcesRequest_1}
 
 _C_Response__ConfigResource = ListConfigResourcesResponse.ConfigResource
 
@@ -449,3 +452,45 @@ ListConfigResourcesResponse._WRITERS = {
     0: _w_ListConfigResourcesResponse_0,
     1: _w_ListConfigResourcesResponse_1,
 }
+_N_ListConfigResourcesResponse__ConfigResource_0 = (
+    _C_Response__ConfigResource,
+    True,
+    (('resource_name', 43, None),),
+    (),
+    (('resource_type', 0, 16),),
+)
+_N_ListConfigResourcesResponse__ConfigResource_1 = (
+    _C_Response__ConfigResource,
+    True,
+    (('resource_name', 43, None), ('resource_type', 33, None)),
+    (),
+    (),
+)
+_N_ListConfigResourcesResponse_0 = (
+    ListConfigResourcesResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('config_resources', 109, _N_ListConfigResourcesResponse__ConfigResource_0),
+    ),
+    (),
+    (),
+)
+_N_ListConfigResourcesResponse_1 = (
+    ListConfigResourcesResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('config_resources', 109, _N_ListConfigResourcesResponse__ConfigResource_1),
+    ),
+    (),
+    (),
+)
+ListConfigResourcesResponse._LAYOUTS = {
+    0: _N_ListConfigResourcesResponse_0,
+    1: _N_ListConfigResourcesResponse_1,
+}
+
+codec_path.install(ListConfigResourcesRequest, ListConfigResourcesResponse)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -955,6 +955,42 @@ ListGroupsRequest._WRITERS = {
     4: _w_ListGroupsRequest_2,
     5: _w_ListGroupsRequest_3,
 }
+_N_ListGroupsRequest_0 = (
+    ListGroupsRequest,
+    False,
+    (),
+    (),
+    (('states_filter', 1, None), ('types_filter', 1, None)),
+)
+_N_ListGroupsRequest_1 = (
+    ListGroupsRequest,
+    True,
+    (),
+    (),
+    (('states_filter', 1, None), ('types_filter', 1, None)),
+)
+_N_ListGroupsRequest_2 = (
+    ListGroupsRequest,
+    True,
+    (('states_filter', 107, None),),
+    (),
+    (('types_filter', 1, None),),
+)
+_N_ListGroupsRequest_3 = (
+    ListGroupsRequest,
+    True,
+    (('states_filter', 107, None), ('types_filter', 107, None)),
+    (),
+    (),
+)
+ListGroupsRequest._LAYOUTS = {
+    0: _N_ListGroupsRequest_0,
+    1: _N_ListGroupsRequest_0,
+    2: _N_ListGroupsRequest_0,
+    3: _N_ListGroupsRequest_1,
+    4: _N_ListGroupsRequest_2,
+    5: _N_ListGroupsRequest_3,
+}
 
 _C_Response__ListedGroup = ListGroupsResponse.ListedGroup
 
@@ -995,3 +1031,97 @@ ListGroupsResponse._WRITERS = {
     4: _w_ListGroupsResponse_3,
     5: _w_ListGroupsResponse_4,
 }
+_N_ListGroupsResponse__ListedGroup_0 = (
+    _C_Response__ListedGroup,
+    False,
+    (('group_id', 11, None), ('protocol_type', 11, None)),
+    (),
+    (('group_state', 0, ""), ('group_type', 0, "")),
+)
+_N_ListGroupsResponse__ListedGroup_1 = (
+    _C_Response__ListedGroup,
+    True,
+    (('group_id', 43, None), ('protocol_type', 43, None)),
+    (),
+    (('group_state', 0, ""), ('group_type', 0, "")),
+)
+_N_ListGroupsResponse__ListedGroup_2 = (
+    _C_Response__ListedGroup,
+    True,
+    (('group_id', 43, None), ('protocol_type', 43, None), ('group_state', 43, None)),
+    (),
+    (('group_type', 0, ""),),
+)
+_N_ListGroupsResponse__ListedGroup_3 = (
+    _C_Response__ListedGroup,
+    True,
+    (
+        ('group_id', 43, None),
+        ('protocol_type', 43, None),
+        ('group_state', 43, None),
+        ('group_type', 43, None),
+    ),
+    (),
+    (),
+)
+_N_ListGroupsResponse_0 = (
+    ListGroupsResponse,
+    False,
+    (('error_code', 2, None), ('groups', 77, _N_ListGroupsResponse__ListedGroup_0)),
+    (),
+    (('throttle_time_ms', 0, 0),),
+)
+_N_ListGroupsResponse_1 = (
+    ListGroupsResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('error_code', 2, None),
+        ('groups', 77, _N_ListGroupsResponse__ListedGroup_0),
+    ),
+    (),
+    (),
+)
+_N_ListGroupsResponse_2 = (
+    ListGroupsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('groups', 109, _N_ListGroupsResponse__ListedGroup_1),
+    ),
+    (),
+    (),
+)
+_N_ListGroupsResponse_3 = (
+    ListGroupsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('groups', 109, _N_ListGroupsResponse__ListedGroup_2),
+    ),
+    (),
+    (),
+)
+_N_ListGroupsResponse_4 = (
+    ListGroupsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('groups', 109, _N_ListGroupsResponse__ListedGroup_3),
+    ),
+    (),
+    (),
+)
+ListGroupsResponse._LAYOUTS = {
+    0: _N_ListGroupsResponse_0,
+    1: _N_ListGroupsResponse_1,
+    2: _N_ListGroupsResponse_1,
+    3: _N_ListGroupsResponse_2,
+    4: _N_ListGroupsResponse_3,
+    5: _N_ListGroupsResponse_4,
+}
+
+codec_path.install(ListGroupsRequest, ListGroupsResponse)

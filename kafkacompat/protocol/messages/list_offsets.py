@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1773,6 +1773,135 @@ ListOffsetsRequest._WRITERS = {
     10: _w_ListOffsetsRequest_5,
     11: _w_ListOffsetsRequest_5,
 }
+_N_ListOffsetsRequest__ListOffsetsPartition_0 = (
+    _C_Request__ListOffsetsPartition,
+    False,
+    (('partition_index', 3, None), ('timestamp', 4, None), ('max_num_offsets', 3, None)),
+    (),
+    (('current_leader_epoch', 0, -1),),
+)
+_N_ListOffsetsRequest__ListOffsetsPartition_1 = (
+    _C_Request__ListOffsetsPartition,
+    False,
+    (('partition_index', 3, None), ('timestamp', 4, None)),
+    (),
+    (('current_leader_epoch', 0, -1), ('max_num_offsets', 0, 1)),
+)
+_N_ListOffsetsRequest__ListOffsetsPartition_2 = (
+    _C_Request__ListOffsetsPartition,
+    False,
+    (('partition_index', 3, None), ('current_leader_epoch', 3, None), ('timestamp', 4, None)),
+    (),
+    (('max_num_offsets', 0, 1),),
+)
+_N_ListOffsetsRequest__ListOffsetsPartition_3 = (
+    _C_Request__ListOffsetsPartition,
+    True,
+    (('partition_index', 35, None), ('current_leader_epoch', 35, None), ('timestamp', 36, None)),
+    (),
+    (('max_num_offsets', 0, 1),),
+)
+_N_ListOffsetsRequest__ListOffsetsTopic_0 = (
+    _C_Request__ListOffsetsTopic,
+    False,
+    (('name', 11, None), ('partitions', 77, _N_ListOffsetsRequest__ListOffsetsPartition_0)),
+    (),
+    (),
+)
+_N_ListOffsetsRequest__ListOffsetsTopic_1 = (
+    _C_Request__ListOffsetsTopic,
+    False,
+    (('name', 11, None), ('partitions', 77, _N_ListOffsetsRequest__ListOffsetsPartition_1)),
+    (),
+    (),
+)
+_N_ListOffsetsRequest__ListOffsetsTopic_2 = (
+    _C_Request__ListOffsetsTopic,
+    False,
+    (('name', 11, None), ('partitions', 77, _N_ListOffsetsRequest__ListOffsetsPartition_2)),
+    (),
+    (),
+)
+_N_ListOffsetsRequest__ListOffsetsTopic_3 = (
+    _C_Request__ListOffsetsTopic,
+    True,
+    (('name', 43, None), ('partitions', 109, _N_ListOffsetsRequest__ListOffsetsPartition_3)),
+    (),
+    (),
+)
+_N_ListOffsetsRequest_0 = (
+    ListOffsetsRequest,
+    False,
+    (('replica_id', 3, None), ('topics', 77, _N_ListOffsetsRequest__ListOffsetsTopic_0)),
+    (),
+    (('isolation_level', 0, 0), ('timeout_ms', 0, 0)),
+)
+_N_ListOffsetsRequest_1 = (
+    ListOffsetsRequest,
+    False,
+    (('replica_id', 3, None), ('topics', 77, _N_ListOffsetsRequest__ListOffsetsTopic_1)),
+    (),
+    (('isolation_level', 0, 0), ('timeout_ms', 0, 0)),
+)
+_N_ListOffsetsRequest_2 = (
+    ListOffsetsRequest,
+    False,
+    (
+        ('replica_id', 3, None),
+        ('isolation_level', 1, None),
+        ('topics', 77, _N_ListOffsetsRequest__ListOffsetsTopic_1),
+    ),
+    (),
+    (('timeout_ms', 0, 0),),
+)
+_N_ListOffsetsRequest_3 = (
+    ListOffsetsRequest,
+    False,
+    (
+        ('replica_id', 3, None),
+        ('isolation_level', 1, None),
+        ('topics', 77, _N_ListOffsetsRequest__ListOffsetsTopic_2),
+    ),
+    (),
+    (('timeout_ms', 0, 0),),
+)
+_N_ListOffsetsRequest_4 = (
+    ListOffsetsRequest,
+    True,
+    (
+        ('replica_id', 35, None),
+        ('isolation_level', 33, None),
+        ('topics', 109, _N_ListOffsetsRequest__ListOffsetsTopic_3),
+    ),
+    (),
+    (('timeout_ms', 0, 0),),
+)
+_N_ListOffsetsRequest_5 = (
+    ListOffsetsRequest,
+    True,
+    (
+        ('replica_id', 35, None),
+        ('isolation_level', 33, None),
+        ('topics', 109, _N_ListOffsetsRequest__ListOffsetsTopic_3),
+        ('timeout_ms', 35, None),
+    ),
+    (),
+    (),
+)
+ListOffsetsRequest._LAYOUTS = {
+    0: _N_ListOffsetsRequest_0,
+    1: _N_ListOffsetsRequest_1,
+    2: _N_ListOffsetsRequest_2,
+    3: _N_ListOffsetsRequest_2,
+    4: _N_ListOffsetsRequest_3,
+    5: _N_ListOffsetsRequest_3,
+    6: _N_ListOffsetsRequest_4,
+    7: _N_ListOffsetsRequest_4,
+    8: _N_ListOffsetsRequest_4,
+    9: _N_ListOffsetsRequest_4,
+    10: _N_ListOffsetsRequest_5,
+    11: _N_ListOffsetsRequest_5,
+}
 
 _C_Response__ListOffsetsPartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 _C_Response__ListOffsetsTopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
@@ -1841,3 +1970,122 @@ ListOffsetsResponse._WRITERS = {
     10: _w_ListOffsetsResponse_4,
     11: _w_ListOffsetsResponse_4,
 }
+_N_ListOffsetsResponse__ListOffsetsPartitionResponse_0 = (
+    _C_Response__ListOffsetsPartitionResponse,
+    False,
+    (('partition_index', 3, None), ('error_code', 2, None), ('old_style_offsets', 68, None)),
+    (),
+    (('timestamp', 0, -1), ('offset', 0, -1), ('leader_epoch', 0, -1)),
+)
+_N_ListOffsetsResponse__ListOffsetsPartitionResponse_1 = (
+    _C_Response__ListOffsetsPartitionResponse,
+    False,
+    (('partition_index', 3, None), ('error_code', 2, None), ('timestamp', 4, None), ('offset', 4, None)),
+    (),
+    (('old_style_offsets', 1, None), ('leader_epoch', 0, -1)),
+)
+_N_ListOffsetsResponse__ListOffsetsPartitionResponse_2 = (
+    _C_Response__ListOffsetsPartitionResponse,
+    False,
+    (
+        ('partition_index', 3, None),
+        ('error_code', 2, None),
+        ('timestamp', 4, None),
+        ('offset', 4, None),
+        ('leader_epoch', 3, None),
+    ),
+    (),
+    (('old_style_offsets', 1, None),),
+)
+_N_ListOffsetsResponse__ListOffsetsPartitionResponse_3 = (
+    _C_Response__ListOffsetsPartitionResponse,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('error_code', 34, None),
+        ('timestamp', 36, None),
+        ('offset', 36, None),
+        ('leader_epoch', 35, None),
+    ),
+    (),
+    (('old_style_offsets', 1, None),),
+)
+_N_ListOffsetsResponse__ListOffsetsTopicResponse_0 = (
+    _C_Response__ListOffsetsTopicResponse,
+    False,
+    (('name', 11, None), ('partitions', 77, _N_ListOffsetsResponse__ListOffsetsPartitionResponse_0)),
+    (),
+    (),
+)
+_N_ListOffsetsResponse__ListOffsetsTopicResponse_1 = (
+    _C_Response__ListOffsetsTopicResponse,
+    False,
+    (('name', 11, None), ('partitions', 77, _N_ListOffsetsResponse__ListOffsetsPartitionResponse_1)),
+    (),
+    (),
+)
+_N_ListOffsetsResponse__ListOffsetsTopicResponse_2 = (
+    _C_Response__ListOffsetsTopicResponse,
+    False,
+    (('name', 11, None), ('partitions', 77, _N_ListOffsetsResponse__ListOffsetsPartitionResponse_2)),
+    (),
+    (),
+)
+_N_ListOffsetsResponse__ListOffsetsTopicResponse_3 = (
+    _C_Response__ListOffsetsTopicResponse,
+    True,
+    (('name', 43, None), ('partitions', 109, _N_ListOffsetsResponse__ListOffsetsPartitionResponse_3)),
+    (),
+    (),
+)
+_N_ListOffsetsResponse_0 = (
+    ListOffsetsResponse,
+    False,
+    (('topics', 77, _N_ListOffsetsResponse__ListOffsetsTopicResponse_0),),
+    (),
+    (('throttle_time_ms', 0, 0),),
+)
+_N_ListOffsetsResponse_1 = (
+    ListOffsetsResponse,
+    False,
+    (('topics', 77, _N_ListOffsetsResponse__ListOffsetsTopicResponse_1),),
+    (),
+    (('throttle_time_ms', 0, 0),),
+)
+_N_ListOffsetsResponse_2 = (
+    ListOffsetsResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('topics', 77, _N_ListOffsetsResponse__ListOffsetsTopicResponse_1)),
+    (),
+    (),
+)
+_N_ListOffsetsResponse_3 = (
+    ListOffsetsResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('topics', 77, _N_ListOffsetsResponse__ListOffsetsTopicResponse_2)),
+    (),
+    (),
+)
+_N_ListOffsetsResponse_4 = (
+    ListOffsetsResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('topics', 109, _N_ListOffsetsResponse__ListOffsetsTopicResponse_3)),
+    (),
+    (),
+)
+ListOffsetsResponse._LAYOUTS = {
+    0: _N_ListOffsetsResponse_0,
+    1: _N_ListOffsetsResponse_1,
+    2: _N_ListOffsetsResponse_2,
+    3: _N_ListOffsetsResponse_2,
+    4: _N_ListOffsetsResponse_3,
+    5: _N_ListOffsetsResponse_3,
+    6: _N_ListOffsetsResponse_4,
+    7: _N_ListOffsetsResponse_4,
+    8: _N_ListOffsetsResponse_4,
+    9: _N_ListOffsetsResponse_4,
+    10: _N_ListOffsetsResponse_4,
+    11: _N_ListOffsetsResponse_4,
+}
+
+codec_path.install(ListOffsetsRequest, ListOffsetsResponse)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -585,6 +585,24 @@ _C_Request__ListPartitionReassignmentsTopics._FIELDS = (
 )
 ListPartitionReassignmentsRequest._READERS = {0: _r_ListPartitionReassignmentsRequest_0}
 ListPartitionReassignmentsRequest._WRITERS = {0: _w_ListPartitionReassignmentsRequest_0}
+_N_ListPartitionReassignmentsRequest__ListPartitionReassignmentsTopics_0 = (
+    _C_Request__ListPartitionReassignmentsTopics,
+    True,
+    (('name', 43, None), ('partition_indexes', 99, None)),
+    (),
+    (),
+)
+_N_ListPartitionReassignmentsRequest_0 = (
+    ListPartitionReassignmentsRequest,
+    True,
+    (
+        ('timeout_ms', 35, None),
+        ('topics', 125, _N_ListPartitionReassignmentsRequest__ListPartitionReassignmentsTopics_0),
+    ),
+    (),
+    (),
+)
+ListPartitionReassignmentsRequest._LAYOUTS = {0: _N_ListPartitionReassignmentsRequest_0}
 
 _C_Response__OngoingPartitionReassignment = ListPartitionReassignmentsResponse.OngoingPartitionReassignment
 _C_Response__OngoingTopicReassignment = ListPartitionReassignmentsResponse.OngoingTopicReassignment
@@ -637,3 +655,40 @@ _C_Response__OngoingTopicReassignment._FIELDS = (
 )
 ListPartitionReassignmentsResponse._READERS = {0: _r_ListPartitionReassignmentsResponse_0}
 ListPartitionReassignmentsResponse._WRITERS = {0: _w_ListPartitionReassignmentsResponse_0}
+_N_ListPartitionReassignmentsResponse__OngoingPartitionReassignment_0 = (
+    _C_Response__OngoingPartitionReassignment,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('replicas', 99, None),
+        ('adding_replicas', 99, None),
+        ('removing_replicas', 99, None),
+    ),
+    (),
+    (),
+)
+_N_ListPartitionReassignmentsResponse__OngoingTopicReassignment_0 = (
+    _C_Response__OngoingTopicReassignment,
+    True,
+    (
+        ('name', 43, None),
+        ('partitions', 109, _N_ListPartitionReassignmentsResponse__OngoingPartitionReassignment_0),
+    ),
+    (),
+    (),
+)
+_N_ListPartitionReassignmentsResponse_0 = (
+    ListPartitionReassignmentsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('topics', 109, _N_ListPartitionReassignmentsResponse__OngoingTopicReassignment_0),
+    ),
+    (),
+    (),
+)
+ListPartitionReassignmentsResponse._LAYOUTS = {0: _N_ListPartitionReassignmentsResponse_0}
+
+codec_path.install(ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse)

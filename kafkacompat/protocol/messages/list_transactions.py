@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -669,6 +669,37 @@ ListTransactionsRequest._WRITERS = {
     1: _w_ListTransactionsRequest_1,
     2: _w_ListTransactionsRequest_2,
 }
+_N_ListTransactionsRequest_0 = (
+    ListTransactionsRequest,
+    True,
+    (('state_filters', 107, None), ('producer_id_filters', 100, None)),
+    (),
+    (('duration_filter', 0, -1), ('transactional_id_pattern', 0, None)),
+)
+_N_ListTransactionsRequest_1 = (
+    ListTransactionsRequest,
+    True,
+    (('state_filters', 107, None), ('producer_id_filters', 100, None), ('duration_filter', 36, None)),
+    (),
+    (('transactional_id_pattern', 0, None),),
+)
+_N_ListTransactionsRequest_2 = (
+    ListTransactionsRequest,
+    True,
+    (
+        ('state_filters', 107, None),
+        ('producer_id_filters', 100, None),
+        ('duration_filter', 36, None),
+        ('transactional_id_pattern', 59, None),
+    ),
+    (),
+    (),
+)
+ListTransactionsRequest._LAYOUTS = {
+    0: _N_ListTransactionsRequest_0,
+    1: _N_ListTransactionsRequest_1,
+    2: _N_ListTransactionsRequest_2,
+}
 
 _C_Response__TransactionState = ListTransactionsResponse.TransactionState
 
@@ -703,3 +734,29 @@ ListTransactionsResponse._WRITERS = {
     1: _w_ListTransactionsResponse_0,
     2: _w_ListTransactionsResponse_0,
 }
+_N_ListTransactionsResponse__TransactionState_0 = (
+    _C_Response__TransactionState,
+    True,
+    (('transactional_id', 43, None), ('producer_id', 36, None), ('transaction_state', 43, None)),
+    (),
+    (),
+)
+_N_ListTransactionsResponse_0 = (
+    ListTransactionsResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('unknown_state_filters', 107, None),
+        ('transaction_states', 109, _N_ListTransactionsResponse__TransactionState_0),
+    ),
+    (),
+    (),
+)
+ListTransactionsResponse._LAYOUTS = {
+    0: _N_ListTransactionsResponse_0,
+    1: _N_ListTransactionsResponse_0,
+    2: _N_ListTransactionsResponse_0,
+}
+
+codec_path.install(ListTransactionsRequest, ListTransactionsResponse)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -4228,6 +4228,119 @@ MetadataRequest._WRITERS = {
     12: _w_MetadataRequest_6,
     13: _w_MetadataRequest_6,
 }
+_N_MetadataRequest__MetadataRequestTopic_0 = (
+    _C_Request__MetadataRequestTopic,
+    False,
+    (('name', 11, None),),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_MetadataRequest__MetadataRequestTopic_1 = (
+    _C_Request__MetadataRequestTopic,
+    True,
+    (('name', 43, None),),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_MetadataRequest__MetadataRequestTopic_2 = (
+    _C_Request__MetadataRequestTopic,
+    True,
+    (('topic_id', 42, None), ('name', 59, None)),
+    (),
+    (),
+)
+_N_MetadataRequest_0 = (
+    MetadataRequest,
+    False,
+    (('topics', 77, _N_MetadataRequest__MetadataRequestTopic_0),),
+    (),
+    (
+        ('allow_auto_topic_creation', 0, True),
+        ('include_cluster_authorized_operations', 0, False),
+        ('include_topic_authorized_operations', 0, False),
+    ),
+)
+_N_MetadataRequest_1 = (
+    MetadataRequest,
+    False,
+    (('topics', 93, _N_MetadataRequest__MetadataRequestTopic_0),),
+    (),
+    (
+        ('allow_auto_topic_creation', 0, True),
+        ('include_cluster_authorized_operations', 0, False),
+        ('include_topic_authorized_operations', 0, False),
+    ),
+)
+_N_MetadataRequest_2 = (
+    MetadataRequest,
+    False,
+    (('topics', 93, _N_MetadataRequest__MetadataRequestTopic_0), ('allow_auto_topic_creation', 0, None)),
+    (),
+    (('include_cluster_authorized_operations', 0, False), ('include_topic_authorized_operations', 0, False)),
+)
+_N_MetadataRequest_3 = (
+    MetadataRequest,
+    False,
+    (
+        ('topics', 93, _N_MetadataRequest__MetadataRequestTopic_0),
+        ('allow_auto_topic_creation', 0, None),
+        ('include_cluster_authorized_operations', 0, None),
+        ('include_topic_authorized_operations', 0, None),
+    ),
+    (),
+    (),
+)
+_N_MetadataRequest_4 = (
+    MetadataRequest,
+    True,
+    (
+        ('topics', 125, _N_MetadataRequest__MetadataRequestTopic_1),
+        ('allow_auto_topic_creation', 32, None),
+        ('include_cluster_authorized_operations', 32, None),
+        ('include_topic_authorized_operations', 32, None),
+    ),
+    (),
+    (),
+)
+_N_MetadataRequest_5 = (
+    MetadataRequest,
+    True,
+    (
+        ('topics', 125, _N_MetadataRequest__MetadataRequestTopic_2),
+        ('allow_auto_topic_creation', 32, None),
+        ('include_cluster_authorized_operations', 32, None),
+        ('include_topic_authorized_operations', 32, None),
+    ),
+    (),
+    (),
+)
+_N_MetadataRequest_6 = (
+    MetadataRequest,
+    True,
+    (
+        ('topics', 125, _N_MetadataRequest__MetadataRequestTopic_2),
+        ('allow_auto_topic_creation', 32, None),
+        ('include_topic_authorized_operations', 32, None),
+    ),
+    (),
+    (('include_cluster_authorized_operations', 0, False),),
+)
+MetadataRequest._LAYOUTS = {
+    0: _N_MetadataRequest_0,
+    1: _N_MetadataRequest_1,
+    2: _N_MetadataRequest_1,
+    3: _N_MetadataRequest_1,
+    4: _N_MetadataRequest_2,
+    5: _N_MetadataRequest_2,
+    6: _N_MetadataRequest_2,
+    7: _N_MetadataRequest_2,
+    8: _N_MetadataRequest_3,
+    9: _N_MetadataRequest_4,
+    10: _N_MetadataRequest_5,
+    11: _N_MetadataRequest_6,
+    12: _N_MetadataRequest_6,
+    13: _N_MetadataRequest_6,
+}
 
 _C_Response__MetadataResponseBroker = MetadataResponse.MetadataResponseBroker
 _C_Response__MetadataResponsePartition = MetadataResponse.MetadataResponsePartition
@@ -4367,3 +4480,365 @@ MetadataResponse._WRITERS = {
     12: _w_MetadataResponse_10,
     13: _w_MetadataResponse_11,
 }
+_N_MetadataResponse__MetadataResponseBroker_0 = (
+    _C_Response__MetadataResponseBroker,
+    False,
+    (('node_id', 3, None), ('host', 11, None), ('port', 3, None)),
+    (),
+    (('rack', 0, None),),
+)
+_N_MetadataResponse__MetadataResponseBroker_1 = (
+    _C_Response__MetadataResponseBroker,
+    False,
+    (('node_id', 3, None), ('host', 11, None), ('port', 3, None), ('rack', 27, None)),
+    (),
+    (),
+)
+_N_MetadataResponse__MetadataResponseBroker_2 = (
+    _C_Response__MetadataResponseBroker,
+    True,
+    (('node_id', 35, None), ('host', 43, None), ('port', 35, None), ('rack', 59, None)),
+    (),
+    (),
+)
+_N_MetadataResponse__MetadataResponsePartition_0 = (
+    _C_Response__MetadataResponsePartition,
+    False,
+    (
+        ('error_code', 2, None),
+        ('partition_index', 3, None),
+        ('leader_id', 3, None),
+        ('replica_nodes', 67, None),
+        ('isr_nodes', 67, None),
+    ),
+    (),
+    (('leader_epoch', 0, -1), ('offline_replicas', 1, None)),
+)
+_N_MetadataResponse__MetadataResponsePartition_1 = (
+    _C_Response__MetadataResponsePartition,
+    False,
+    (
+        ('error_code', 2, None),
+        ('partition_index', 3, None),
+        ('leader_id', 3, None),
+        ('replica_nodes', 67, None),
+        ('isr_nodes', 67, None),
+        ('offline_replicas', 67, None),
+    ),
+    (),
+    (('leader_epoch', 0, -1),),
+)
+_N_MetadataResponse__MetadataResponsePartition_2 = (
+    _C_Response__MetadataResponsePartition,
+    False,
+    (
+        ('error_code', 2, None),
+        ('partition_index', 3, None),
+        ('leader_id', 3, None),
+        ('leader_epoch', 3, None),
+        ('replica_nodes', 67, None),
+        ('isr_nodes', 67, None),
+        ('offline_replicas', 67, None),
+    ),
+    (),
+    (),
+)
+_N_MetadataResponse__MetadataResponsePartition_3 = (
+    _C_Response__MetadataResponsePartition,
+    True,
+    (
+        ('error_code', 34, None),
+        ('partition_index', 35, None),
+        ('leader_id', 35, None),
+        ('leader_epoch', 35, None),
+        ('replica_nodes', 99, None),
+        ('isr_nodes', 99, None),
+        ('offline_replicas', 99, None),
+    ),
+    (),
+    (),
+)
+_N_MetadataResponse__MetadataResponseTopic_0 = (
+    _C_Response__MetadataResponseTopic,
+    False,
+    (
+        ('error_code', 2, None),
+        ('name', 11, None),
+        ('partitions', 77, _N_MetadataResponse__MetadataResponsePartition_0),
+    ),
+    (),
+    (('topic_id', 4, None), ('is_internal', 0, False), ('topic_authorized_operations', 0, -2147483648)),
+)
+_N_MetadataResponse__MetadataResponseTopic_1 = (
+    _C_Response__MetadataResponseTopic,
+    False,
+    (
+        ('error_code', 2, None),
+        ('name', 11, None),
+        ('is_internal', 0, None),
+        ('partitions', 77, _N_MetadataResponse__MetadataResponsePartition_0),
+    ),
+    (),
+    (('topic_id', 4, None), ('topic_authorized_operations', 0, -2147483648)),
+)
+_N_MetadataResponse__MetadataResponseTopic_2 = (
+    _C_Response__MetadataResponseTopic,
+    False,
+    (
+        ('error_code', 2, None),
+        ('name', 11, None),
+        ('is_internal', 0, None),
+        ('partitions', 77, _N_MetadataResponse__MetadataResponsePartition_1),
+    ),
+    (),
+    (('topic_id', 4, None), ('topic_authorized_operations', 0, -2147483648)),
+)
+_N_MetadataResponse__MetadataResponseTopic_3 = (
+    _C_Response__MetadataResponseTopic,
+    False,
+    (
+        ('error_code', 2, None),
+        ('name', 11, None),
+        ('is_internal', 0, None),
+        ('partitions', 77, _N_MetadataResponse__MetadataResponsePartition_2),
+    ),
+    (),
+    (('topic_id', 4, None), ('topic_authorized_operations', 0, -2147483648)),
+)
+_N_MetadataResponse__MetadataResponseTopic_4 = (
+    _C_Response__MetadataResponseTopic,
+    False,
+    (
+        ('error_code', 2, None),
+        ('name', 11, None),
+        ('is_internal', 0, None),
+        ('partitions', 77, _N_MetadataResponse__MetadataResponsePartition_2),
+        ('topic_authorized_operations', 3, None),
+    ),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_MetadataResponse__MetadataResponseTopic_5 = (
+    _C_Response__MetadataResponseTopic,
+    True,
+    (
+        ('error_code', 34, None),
+        ('name', 43, None),
+        ('is_internal', 32, None),
+        ('partitions', 109, _N_MetadataResponse__MetadataResponsePartition_3),
+        ('topic_authorized_operations', 35, None),
+    ),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_MetadataResponse__MetadataResponseTopic_6 = (
+    _C_Response__MetadataResponseTopic,
+    True,
+    (
+        ('error_code', 34, None),
+        ('name', 43, None),
+        ('topic_id', 42, None),
+        ('is_internal', 32, None),
+        ('partitions', 109, _N_MetadataResponse__MetadataResponsePartition_3),
+        ('topic_authorized_operations', 35, None),
+    ),
+    (),
+    (),
+)
+_N_MetadataResponse__MetadataResponseTopic_7 = (
+    _C_Response__MetadataResponseTopic,
+    True,
+    (
+        ('error_code', 34, None),
+        ('name', 59, None),
+        ('topic_id', 42, None),
+        ('is_internal', 32, None),
+        ('partitions', 109, _N_MetadataResponse__MetadataResponsePartition_3),
+        ('topic_authorized_operations', 35, None),
+    ),
+    (),
+    (),
+)
+_N_MetadataResponse_0 = (
+    MetadataResponse,
+    False,
+    (
+        ('brokers', 205, _N_MetadataResponse__MetadataResponseBroker_0),
+        ('topics', 205, _N_MetadataResponse__MetadataResponseTopic_0),
+    ),
+    (),
+    (
+        ('throttle_time_ms', 0, 0),
+        ('cluster_id', 0, None),
+        ('controller_id', 0, -1),
+        ('cluster_authorized_operations', 0, -2147483648),
+        ('error_code', 0, 0),
+    ),
+)
+_N_MetadataResponse_1 = (
+    MetadataResponse,
+    False,
+    (
+        ('brokers', 205, _N_MetadataResponse__MetadataResponseBroker_1),
+        ('controller_id', 3, None),
+        ('topics', 205, _N_MetadataResponse__MetadataResponseTopic_1),
+    ),
+    (),
+    (
+        ('throttle_time_ms', 0, 0),
+        ('cluster_id', 0, None),
+        ('cluster_authorized_operations', 0, -2147483648),
+        ('error_code', 0, 0),
+    ),
+)
+_N_MetadataResponse_2 = (
+    MetadataResponse,
+    False,
+    (
+        ('brokers', 205, _N_MetadataResponse__MetadataResponseBroker_1),
+        ('cluster_id', 27, None),
+        ('controller_id', 3, None),
+        ('topics', 205, _N_MetadataResponse__MetadataResponseTopic_1),
+    ),
+    (),
+    (('throttle_time_ms', 0, 0), ('cluster_authorized_operations', 0, -2147483648), ('error_code', 0, 0)),
+)
+_N_MetadataResponse_3 = (
+    MetadataResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('brokers', 205, _N_MetadataResponse__MetadataResponseBroker_1),
+        ('cluster_id', 27, None),
+        ('controller_id', 3, None),
+        ('topics', 205, _N_MetadataResponse__MetadataResponseTopic_1),
+    ),
+    (),
+    (('cluster_authorized_operations', 0, -2147483648), ('error_code', 0, 0)),
+)
+_N_MetadataResponse_4 = (
+    MetadataResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('brokers', 205, _N_MetadataResponse__MetadataResponseBroker_1),
+        ('cluster_id', 27, None),
+        ('controller_id', 3, None),
+        ('topics', 205, _N_MetadataResponse__MetadataResponseTopic_2),
+    ),
+    (),
+    (('cluster_authorized_operations', 0, -2147483648), ('error_code', 0, 0)),
+)
+_N_MetadataResponse_5 = (
+    MetadataResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('brokers', 205, _N_MetadataResponse__MetadataResponseBroker_1),
+        ('cluster_id', 27, None),
+        ('controller_id', 3, None),
+        ('topics', 205, _N_MetadataResponse__MetadataResponseTopic_3),
+    ),
+    (),
+    (('cluster_authorized_operations', 0, -2147483648), ('error_code', 0, 0)),
+)
+_N_MetadataResponse_6 = (
+    MetadataResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('brokers', 205, _N_MetadataResponse__MetadataResponseBroker_1),
+        ('cluster_id', 27, None),
+        ('controller_id', 3, None),
+        ('topics', 205, _N_MetadataResponse__MetadataResponseTopic_4),
+        ('cluster_authorized_operations', 3, None),
+    ),
+    (),
+    (('error_code', 0, 0),),
+)
+_N_MetadataResponse_7 = (
+    MetadataResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('brokers', 237, _N_MetadataResponse__MetadataResponseBroker_2),
+        ('cluster_id', 59, None),
+        ('controller_id', 35, None),
+        ('topics', 237, _N_MetadataResponse__MetadataResponseTopic_5),
+        ('cluster_authorized_operations', 35, None),
+    ),
+    (),
+    (('error_code', 0, 0),),
+)
+_N_MetadataResponse_8 = (
+    MetadataResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('brokers', 237, _N_MetadataResponse__MetadataResponseBroker_2),
+        ('cluster_id', 59, None),
+        ('controller_id', 35, None),
+        ('topics', 237, _N_MetadataResponse__MetadataResponseTopic_6),
+        ('cluster_authorized_operations', 35, None),
+    ),
+    (),
+    (('error_code', 0, 0),),
+)
+_N_MetadataResponse_9 = (
+    MetadataResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('brokers', 237, _N_MetadataResponse__MetadataResponseBroker_2),
+        ('cluster_id', 59, None),
+        ('controller_id', 35, None),
+        ('topics', 237, _N_MetadataResponse__MetadataResponseTopic_6),
+    ),
+    (),
+    (('cluster_authorized_operations', 0, -2147483648), ('error_code', 0, 0)),
+)
+_N_MetadataResponse_10 = (
+    MetadataResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('brokers', 237, _N_MetadataResponse__MetadataResponseBroker_2),
+        ('cluster_id', 59, None),
+        ('controller_id', 35, None),
+        ('topics', 237, _N_MetadataResponse__MetadataResponseTopic_7),
+    ),
+    (),
+    (('cluster_authorized_operations', 0, -2147483648), ('error_code', 0, 0)),
+)
+_N_MetadataResponse_11 = (
+    MetadataResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('brokers', 237, _N_MetadataResponse__MetadataResponseBroker_2),
+        ('cluster_id', 59, None),
+        ('controller_id', 35, None),
+        ('topics', 237, _N_MetadataResponse__MetadataResponseTopic_7),
+        ('error_code', 34, None),
+    ),
+    (),
+    (('cluster_authorized_operations', 0, -2147483648),),
+)
+MetadataResponse._LAYOUTS = {
+    0: _N_MetadataResponse_0,
+    1: _N_MetadataResponse_1,
+    2: _N_MetadataResponse_2,
+    3: _N_MetadataResponse_3,
+    4: _N_MetadataResponse_3,
+    5: _N_MetadataResponse_4,
+    6: _N_MetadataResponse_4,
+    7: _N_MetadataResponse_5,
+    8: _N_MetadataResponse_6,
+    9: _N_MetadataResponse_7,
+    10: _N_MetadataResponse_8,
+    11: _N_MetadataResponse_9,
+    12: _N_MetadataResponse_10,
+    13: _N_MetadataResponse_11,
+}
+
+codec_path.install(MetadataRequest, MetadataResponse)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -61,3 +61,7 @@ def _w_NoOpRecord_0(out: bytearray, o: NoOpRecord) -> None:
 NoOpRecord._FIELDS = ()
 NoOpRecord._READERS = {0: _r_NoOpRecord_0}
 NoOpRecord._WRITERS = {0: _w_NoOpRecord_0}
+_N_NoOpRecord_0 = (NoOpRecord, True, (), (), ())
+NoOpRecord._LAYOUTS = {0: _N_NoOpRecord_0}
+
+codec_path.install(NoOpRecord)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -2136,6 +2136,197 @@ OffsetCommitRequest._WRITERS = {
     9: _w_OffsetCommitRequest_6,
     10: _w_OffsetCommitRequest_7,
 }
+_N_OffsetCommitRequest__OffsetCommitRequestPartition_0 = (
+    _C_Request__OffsetCommitRequestPartition,
+    False,
+    (('partition_index', 3, None), ('committed_offset', 4, None), ('committed_metadata', 27, None)),
+    (),
+    (('committed_leader_epoch', 0, -1), ('commit_timestamp', 0, -1)),
+)
+_N_OffsetCommitRequest__OffsetCommitRequestPartition_1 = (
+    _C_Request__OffsetCommitRequestPartition,
+    False,
+    (
+        ('partition_index', 3, None),
+        ('committed_offset', 4, None),
+        ('commit_timestamp', 4, None),
+        ('committed_metadata', 27, None),
+    ),
+    (),
+    (('committed_leader_epoch', 0, -1),),
+)
+_N_OffsetCommitRequest__OffsetCommitRequestPartition_2 = (
+    _C_Request__OffsetCommitRequestPartition,
+    False,
+    (
+        ('partition_index', 3, None),
+        ('committed_offset', 4, None),
+        ('committed_leader_epoch', 3, None),
+        ('committed_metadata', 27, None),
+    ),
+    (),
+    (('commit_timestamp', 0, -1),),
+)
+_N_OffsetCommitRequest__OffsetCommitRequestPartition_3 = (
+    _C_Request__OffsetCommitRequestPartition,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('committed_offset', 36, None),
+        ('committed_leader_epoch', 35, None),
+        ('committed_metadata', 59, None),
+    ),
+    (),
+    (('commit_timestamp', 0, -1),),
+)
+_N_OffsetCommitRequest__OffsetCommitRequestTopic_0 = (
+    _C_Request__OffsetCommitRequestTopic,
+    False,
+    (('name', 11, None), ('partitions', 77, _N_OffsetCommitRequest__OffsetCommitRequestPartition_0)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_OffsetCommitRequest__OffsetCommitRequestTopic_1 = (
+    _C_Request__OffsetCommitRequestTopic,
+    False,
+    (('name', 11, None), ('partitions', 77, _N_OffsetCommitRequest__OffsetCommitRequestPartition_1)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_OffsetCommitRequest__OffsetCommitRequestTopic_2 = (
+    _C_Request__OffsetCommitRequestTopic,
+    False,
+    (('name', 11, None), ('partitions', 77, _N_OffsetCommitRequest__OffsetCommitRequestPartition_2)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_OffsetCommitRequest__OffsetCommitRequestTopic_3 = (
+    _C_Request__OffsetCommitRequestTopic,
+    True,
+    (('name', 43, None), ('partitions', 109, _N_OffsetCommitRequest__OffsetCommitRequestPartition_3)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_OffsetCommitRequest__OffsetCommitRequestTopic_4 = (
+    _C_Request__OffsetCommitRequestTopic,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_OffsetCommitRequest__OffsetCommitRequestPartition_3)),
+    (),
+    (('name', 0, ""),),
+)
+_N_OffsetCommitRequest_0 = (
+    OffsetCommitRequest,
+    False,
+    (('group_id', 11, None), ('topics', 77, _N_OffsetCommitRequest__OffsetCommitRequestTopic_0)),
+    (),
+    (
+        ('generation_id_or_member_epoch', 0, -1),
+        ('member_id', 0, ""),
+        ('group_instance_id', 0, None),
+        ('retention_time_ms', 0, -1),
+    ),
+)
+_N_OffsetCommitRequest_1 = (
+    OffsetCommitRequest,
+    False,
+    (
+        ('group_id', 11, None),
+        ('generation_id_or_member_epoch', 3, None),
+        ('member_id', 11, None),
+        ('topics', 77, _N_OffsetCommitRequest__OffsetCommitRequestTopic_1),
+    ),
+    (),
+    (('group_instance_id', 0, None), ('retention_time_ms', 0, -1)),
+)
+_N_OffsetCommitRequest_2 = (
+    OffsetCommitRequest,
+    False,
+    (
+        ('group_id', 11, None),
+        ('generation_id_or_member_epoch', 3, None),
+        ('member_id', 11, None),
+        ('retention_time_ms', 4, None),
+        ('topics', 77, _N_OffsetCommitRequest__OffsetCommitRequestTopic_0),
+    ),
+    (),
+    (('group_instance_id', 0, None),),
+)
+_N_OffsetCommitRequest_3 = (
+    OffsetCommitRequest,
+    False,
+    (
+        ('group_id', 11, None),
+        ('generation_id_or_member_epoch', 3, None),
+        ('member_id', 11, None),
+        ('topics', 77, _N_OffsetCommitRequest__OffsetCommitRequestTopic_0),
+    ),
+    (),
+    (('group_instance_id', 0, None), ('retention_time_ms', 0, -1)),
+)
+_N_OffsetCommitRequest_4 = (
+    OffsetCommitRequest,
+    False,
+    (
+        ('group_id', 11, None),
+        ('generation_id_or_member_epoch', 3, None),
+        ('member_id', 11, None),
+        ('topics', 77, _N_OffsetCommitRequest__OffsetCommitRequestTopic_2),
+    ),
+    (),
+    (('group_instance_id', 0, None), ('retention_time_ms', 0, -1)),
+)
+_N_OffsetCommitRequest_5 = (
+    OffsetCommitRequest,
+    False,
+    (
+        ('group_id', 11, None),
+        ('generation_id_or_member_epoch', 3, None),
+        ('member_id', 11, None),
+        ('group_instance_id', 27, None),
+        ('topics', 77, _N_OffsetCommitRequest__OffsetCommitRequestTopic_2),
+    ),
+    (),
+    (('retention_time_ms', 0, -1),),
+)
+_N_OffsetCommitRequest_6 = (
+    OffsetCommitRequest,
+    True,
+    (
+        ('group_id', 43, None),
+        ('generation_id_or_member_epoch', 35, None),
+        ('member_id', 43, None),
+        ('group_instance_id', 59, None),
+        ('topics', 109, _N_OffsetCommitRequest__OffsetCommitRequestTopic_3),
+    ),
+    (),
+    (('retention_time_ms', 0, -1),),
+)
+_N_OffsetCommitRequest_7 = (
+    OffsetCommitRequest,
+    True,
+    (
+        ('group_id', 43, None),
+        ('generation_id_or_member_epoch', 35, None),
+        ('member_id', 43, None),
+        ('group_instance_id', 59, None),
+        ('topics', 109, _N_OffsetCommitRequest__OffsetCommitRequestTopic_4),
+    ),
+    (),
+    (('retention_time_ms', 0, -1),),
+)
+OffsetCommitRequest._LAYOUTS = {
+    0: _N_OffsetCommitRequest_0,
+    1: _N_OffsetCommitRequest_1,
+    2: _N_OffsetCommitRequest_2,
+    3: _N_OffsetCommitRequest_2,
+    4: _N_OffsetCommitRequest_2,
+    5: _N_OffsetCommitRequest_3,
+    6: _N_OffsetCommitRequest_4,
+    7: _N_OffsetCommitRequest_5,
+    8: _N_OffsetCommitRequest_6,
+    9: _N_OffsetCommitRequest_6,
+    10: _N_OffsetCommitRequest_7,
+}
 
 _C_Response__OffsetCommitResponsePartition = OffsetCommitResponse.OffsetCommitResponsePartition
 _C_Response__OffsetCommitResponseTopic = OffsetCommitResponse.OffsetCommitResponseTopic
@@ -2199,3 +2390,81 @@ OffsetCommitResponse._WRITERS = {
     9: _w_OffsetCommitResponse_2,
     10: _w_OffsetCommitResponse_3,
 }
+_N_OffsetCommitResponse__OffsetCommitResponsePartition_0 = (
+    _C_Response__OffsetCommitResponsePartition,
+    False,
+    (('partition_index', 3, None), ('error_code', 2, None)),
+    (),
+    (),
+)
+_N_OffsetCommitResponse__OffsetCommitResponsePartition_1 = (
+    _C_Response__OffsetCommitResponsePartition,
+    True,
+    (('partition_index', 35, None), ('error_code', 34, None)),
+    (),
+    (),
+)
+_N_OffsetCommitResponse__OffsetCommitResponseTopic_0 = (
+    _C_Response__OffsetCommitResponseTopic,
+    False,
+    (('name', 11, None), ('partitions', 77, _N_OffsetCommitResponse__OffsetCommitResponsePartition_0)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_OffsetCommitResponse__OffsetCommitResponseTopic_1 = (
+    _C_Response__OffsetCommitResponseTopic,
+    True,
+    (('name', 43, None), ('partitions', 109, _N_OffsetCommitResponse__OffsetCommitResponsePartition_1)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_OffsetCommitResponse__OffsetCommitResponseTopic_2 = (
+    _C_Response__OffsetCommitResponseTopic,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_OffsetCommitResponse__OffsetCommitResponsePartition_1)),
+    (),
+    (('name', 0, ""),),
+)
+_N_OffsetCommitResponse_0 = (
+    OffsetCommitResponse,
+    False,
+    (('topics', 77, _N_OffsetCommitResponse__OffsetCommitResponseTopic_0),),
+    (),
+    (('throttle_time_ms', 0, 0),),
+)
+_N_OffsetCommitResponse_1 = (
+    OffsetCommitResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('topics', 77, _N_OffsetCommitResponse__OffsetCommitResponseTopic_0)),
+    (),
+    (),
+)
+_N_OffsetCommitResponse_2 = (
+    OffsetCommitResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('topics', 109, _N_OffsetCommitResponse__OffsetCommitResponseTopic_1)),
+    (),
+    (),
+)
+_N_OffsetCommitResponse_3 = (
+    OffsetCommitResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('topics', 109, _N_OffsetCommitResponse__OffsetCommitResponseTopic_2)),
+    (),
+    (),
+)
+OffsetCommitResponse._LAYOUTS = {
+    0: _N_OffsetCommitResponse_0,
+    1: _N_OffsetCommitResponse_0,
+    2: _N_OffsetCommitResponse_0,
+    3: _N_OffsetCommitResponse_1,
+    4: _N_OffsetCommitResponse_1,
+    5: _N_OffsetCommitResponse_1,
+    6: _N_OffsetCommitResponse_1,
+    7: _N_OffsetCommitResponse_1,
+    8: _N_OffsetCommitResponse_2,
+    9: _N_OffsetCommitResponse_2,
+    10: _N_OffsetCommitResponse_3,
+}
+
+codec_path.install(OffsetCommitRequest, OffsetCommitResponse)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -389,6 +389,28 @@ _C_Request__OffsetDeleteRequestTopic._FIELDS = (
 )
 OffsetDeleteRequest._READERS = {0: _r_OffsetDeleteRequest_0}
 OffsetDeleteRequest._WRITERS = {0: _w_OffsetDeleteRequest_0}
+_N_OffsetDeleteRequest__OffsetDeleteRequestPartition_0 = (
+    _C_Request__OffsetDeleteRequestPartition,
+    False,
+    (('partition_index', 3, None),),
+    (),
+    (),
+)
+_N_OffsetDeleteRequest__OffsetDeleteRequestTopic_0 = (
+    _C_Request__OffsetDeleteRequestTopic,
+    False,
+    (('name', 11, None), ('partitions', 77, _N_OffsetDeleteRequest__OffsetDeleteRequestPartition_0)),
+    (),
+    (),
+)
+_N_OffsetDeleteRequest_0 = (
+    OffsetDeleteRequest,
+    False,
+    (('group_id', 11, None), ('topics', 205, _N_OffsetDeleteRequest__OffsetDeleteRequestTopic_0)),
+    (),
+    (),
+)
+OffsetDeleteRequest._LAYOUTS = {0: _N_OffsetDeleteRequest_0}
 
 _C_Response__OffsetDeleteResponsePartition = OffsetDeleteResponse.OffsetDeleteResponsePartition
 _C_Response__OffsetDeleteResponseTopic = OffsetDeleteResponse.OffsetDeleteResponseTopic
@@ -428,3 +450,31 @@ _C_Response__OffsetDeleteResponseTopic._FIELDS = (
 )
 OffsetDeleteResponse._READERS = {0: _r_OffsetDeleteResponse_0}
 OffsetDeleteResponse._WRITERS = {0: _w_OffsetDeleteResponse_0}
+_N_OffsetDeleteResponse__OffsetDeleteResponsePartition_0 = (
+    _C_Response__OffsetDeleteResponsePartition,
+    False,
+    (('partition_index', 3, None), ('error_code', 2, None)),
+    (),
+    (),
+)
+_N_OffsetDeleteResponse__OffsetDeleteResponseTopic_0 = (
+    _C_Response__OffsetDeleteResponseTopic,
+    False,
+    (('name', 11, None), ('partitions', 205, _N_OffsetDeleteResponse__OffsetDeleteResponsePartition_0)),
+    (),
+    (),
+)
+_N_OffsetDeleteResponse_0 = (
+    OffsetDeleteResponse,
+    False,
+    (
+        ('error_code', 2, None),
+        ('throttle_time_ms', 3, None),
+        ('topics', 205, _N_OffsetDeleteResponse__OffsetDeleteResponseTopic_0),
+    ),
+    (),
+    (),
+)
+OffsetDeleteResponse._LAYOUTS = {0: _N_OffsetDeleteResponse_0}
+
+codec_path.install(OffsetDeleteRequest, OffsetDeleteResponse)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -2678,6 +2678,131 @@ OffsetFetchRequest._WRITERS = {
     9: _w_OffsetFetchRequest_5,
     10: _w_OffsetFetchRequest_6,
 }
+_N_OffsetFetchRequest__OffsetFetchRequestTopic_0 = (
+    _C_Request__OffsetFetchRequestTopic,
+    False,
+    (('name', 11, None), ('partition_indexes', 67, None)),
+    (),
+    (),
+)
+_N_OffsetFetchRequest__OffsetFetchRequestTopic_1 = (
+    _C_Request__OffsetFetchRequestTopic,
+    True,
+    (('name', 43, None), ('partition_indexes', 99, None)),
+    (),
+    (),
+)
+_N_OffsetFetchRequest__OffsetFetchRequestTopics_0 = (
+    _C_Request__OffsetFetchRequestTopics,
+    True,
+    (('name', 43, None), ('partition_indexes', 99, None)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_OffsetFetchRequest__OffsetFetchRequestTopics_1 = (
+    _C_Request__OffsetFetchRequestTopics,
+    True,
+    (('topic_id', 42, None), ('partition_indexes', 99, None)),
+    (),
+    (('name', 0, ""),),
+)
+_N_OffsetFetchRequest__OffsetFetchRequestGroup_0 = (
+    _C_Request__OffsetFetchRequestGroup,
+    True,
+    (('group_id', 43, None), ('topics', 125, _N_OffsetFetchRequest__OffsetFetchRequestTopics_0)),
+    (),
+    (('member_id', 0, None), ('member_epoch', 0, -1)),
+)
+_N_OffsetFetchRequest__OffsetFetchRequestGroup_1 = (
+    _C_Request__OffsetFetchRequestGroup,
+    True,
+    (
+        ('group_id', 43, None),
+        ('member_id', 59, None),
+        ('member_epoch', 35, None),
+        ('topics', 125, _N_OffsetFetchRequest__OffsetFetchRequestTopics_0),
+    ),
+    (),
+    (),
+)
+_N_OffsetFetchRequest__OffsetFetchRequestGroup_2 = (
+    _C_Request__OffsetFetchRequestGroup,
+    True,
+    (
+        ('group_id', 43, None),
+        ('member_id', 59, None),
+        ('member_epoch', 35, None),
+        ('topics', 125, _N_OffsetFetchRequest__OffsetFetchRequestTopics_1),
+    ),
+    (),
+    (),
+)
+_N_OffsetFetchRequest_0 = (
+    OffsetFetchRequest,
+    False,
+    (('group_id', 11, None), ('topics', 77, _N_OffsetFetchRequest__OffsetFetchRequestTopic_0)),
+    (),
+    (('groups', 1, None), ('require_stable', 0, False)),
+)
+_N_OffsetFetchRequest_1 = (
+    OffsetFetchRequest,
+    False,
+    (('group_id', 11, None), ('topics', 93, _N_OffsetFetchRequest__OffsetFetchRequestTopic_0)),
+    (),
+    (('groups', 1, None), ('require_stable', 0, False)),
+)
+_N_OffsetFetchRequest_2 = (
+    OffsetFetchRequest,
+    True,
+    (('group_id', 43, None), ('topics', 125, _N_OffsetFetchRequest__OffsetFetchRequestTopic_1)),
+    (),
+    (('groups', 1, None), ('require_stable', 0, False)),
+)
+_N_OffsetFetchRequest_3 = (
+    OffsetFetchRequest,
+    True,
+    (
+        ('group_id', 43, None),
+        ('topics', 125, _N_OffsetFetchRequest__OffsetFetchRequestTopic_1),
+        ('require_stable', 32, None),
+    ),
+    (),
+    (('groups', 1, None),),
+)
+_N_OffsetFetchRequest_4 = (
+    OffsetFetchRequest,
+    True,
+    (('groups', 109, _N_OffsetFetchRequest__OffsetFetchRequestGroup_0), ('require_stable', 32, None)),
+    (),
+    (('group_id', 0, ""), ('topics', 1, None)),
+)
+_N_OffsetFetchRequest_5 = (
+    OffsetFetchRequest,
+    True,
+    (('groups', 109, _N_OffsetFetchRequest__OffsetFetchRequestGroup_1), ('require_stable', 32, None)),
+    (),
+    (('group_id', 0, ""), ('topics', 1, None)),
+)
+_N_OffsetFetchRequest_6 = (
+    OffsetFetchRequest,
+    True,
+    (('groups', 109, _N_OffsetFetchRequest__OffsetFetchRequestGroup_2), ('require_stable', 32, None)),
+    (),
+    (('group_id', 0, ""), ('topics', 1, None)),
+)
+OffsetFetchRequest._LAYOUTS = {
+    0: _N_OffsetFetchRequest_0,
+    1: _N_OffsetFetchRequest_0,
+    2: _N_OffsetFetchRequest_1,
+    3: _N_OffsetFetchRequest_1,
+    4: _N_OffsetFetchRequest_1,
+    5: _N_OffsetFetchRequest_1,
+    6: _N_OffsetFetchRequest_2,
+    7: _N_OffsetFetchRequest_3,
+    8: _N_OffsetFetchRequest_4,
+    9: _N_OffsetFetchRequest_5,
+    10: _N_OffsetFetchRequest_6,
+}
 
 _C_Response__OffsetFetchResponsePartition = OffsetFetchResponse.OffsetFetchResponsePartition
 _C_Response__OffsetFetchResponseTopic = OffsetFetchResponse.OffsetFetchResponseTopic
@@ -2815,3 +2940,187 @@ OffsetFetchResponse._WRITERS = {
     9: _w_OffsetFetchResponse_5,
     10: _w_OffsetFetchResponse_6,
 }
+_N_OffsetFetchResponse__OffsetFetchResponsePartition_0 = (
+    _C_Response__OffsetFetchResponsePartition,
+    False,
+    (
+        ('partition_index', 3, None),
+        ('committed_offset', 4, None),
+        ('metadata', 27, None),
+        ('error_code', 2, None),
+    ),
+    (),
+    (('committed_leader_epoch', 0, -1),),
+)
+_N_OffsetFetchResponse__OffsetFetchResponsePartition_1 = (
+    _C_Response__OffsetFetchResponsePartition,
+    False,
+    (
+        ('partition_index', 3, None),
+        ('committed_offset', 4, None),
+        ('committed_leader_epoch', 3, None),
+        ('metadata', 27, None),
+        ('error_code', 2, None),
+    ),
+    (),
+    (),
+)
+_N_OffsetFetchResponse__OffsetFetchResponsePartition_2 = (
+    _C_Response__OffsetFetchResponsePartition,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('committed_offset', 36, None),
+        ('committed_leader_epoch', 35, None),
+        ('metadata', 59, None),
+        ('error_code', 34, None),
+    ),
+    (),
+    (),
+)
+_N_OffsetFetchResponse__OffsetFetchResponseTopic_0 = (
+    _C_Response__OffsetFetchResponseTopic,
+    False,
+    (('name', 11, None), ('partitions', 77, _N_OffsetFetchResponse__OffsetFetchResponsePartition_0)),
+    (),
+    (),
+)
+_N_OffsetFetchResponse__OffsetFetchResponseTopic_1 = (
+    _C_Response__OffsetFetchResponseTopic,
+    False,
+    (('name', 11, None), ('partitions', 77, _N_OffsetFetchResponse__OffsetFetchResponsePartition_1)),
+    (),
+    (),
+)
+_N_OffsetFetchResponse__OffsetFetchResponseTopic_2 = (
+    _C_Response__OffsetFetchResponseTopic,
+    True,
+    (('name', 43, None), ('partitions', 109, _N_OffsetFetchResponse__OffsetFetchResponsePartition_2)),
+    (),
+    (),
+)
+_N_OffsetFetchResponse__OffsetFetchResponsePartitions_0 = (
+    _C_Response__OffsetFetchResponsePartitions,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('committed_offset', 36, None),
+        ('committed_leader_epoch', 35, None),
+        ('metadata', 59, None),
+        ('error_code', 34, None),
+    ),
+    (),
+    (),
+)
+_N_OffsetFetchResponse__OffsetFetchResponseTopics_0 = (
+    _C_Response__OffsetFetchResponseTopics,
+    True,
+    (('name', 43, None), ('partitions', 109, _N_OffsetFetchResponse__OffsetFetchResponsePartitions_0)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_OffsetFetchResponse__OffsetFetchResponseTopics_1 = (
+    _C_Response__OffsetFetchResponseTopics,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_OffsetFetchResponse__OffsetFetchResponsePartitions_0)),
+    (),
+    (('name', 0, ""),),
+)
+_N_OffsetFetchResponse__OffsetFetchResponseGroup_0 = (
+    _C_Response__OffsetFetchResponseGroup,
+    True,
+    (
+        ('group_id', 43, None),
+        ('topics', 109, _N_OffsetFetchResponse__OffsetFetchResponseTopics_0),
+        ('error_code', 34, None),
+    ),
+    (),
+    (),
+)
+_N_OffsetFetchResponse__OffsetFetchResponseGroup_1 = (
+    _C_Response__OffsetFetchResponseGroup,
+    True,
+    (
+        ('group_id', 43, None),
+        ('topics', 109, _N_OffsetFetchResponse__OffsetFetchResponseTopics_1),
+        ('error_code', 34, None),
+    ),
+    (),
+    (),
+)
+_N_OffsetFetchResponse_0 = (
+    OffsetFetchResponse,
+    False,
+    (('topics', 77, _N_OffsetFetchResponse__OffsetFetchResponseTopic_0),),
+    (),
+    (('throttle_time_ms', 0, 0), ('error_code', 0, 0), ('groups', 1, None)),
+)
+_N_OffsetFetchResponse_1 = (
+    OffsetFetchResponse,
+    False,
+    (('topics', 77, _N_OffsetFetchResponse__OffsetFetchResponseTopic_0), ('error_code', 2, None)),
+    (),
+    (('throttle_time_ms', 0, 0), ('groups', 1, None)),
+)
+_N_OffsetFetchResponse_2 = (
+    OffsetFetchResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('topics', 77, _N_OffsetFetchResponse__OffsetFetchResponseTopic_0),
+        ('error_code', 2, None),
+    ),
+    (),
+    (('groups', 1, None),),
+)
+_N_OffsetFetchResponse_3 = (
+    OffsetFetchResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('topics', 77, _N_OffsetFetchResponse__OffsetFetchResponseTopic_1),
+        ('error_code', 2, None),
+    ),
+    (),
+    (('groups', 1, None),),
+)
+_N_OffsetFetchResponse_4 = (
+    OffsetFetchResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('topics', 109, _N_OffsetFetchResponse__OffsetFetchResponseTopic_2),
+        ('error_code', 34, None),
+    ),
+    (),
+    (('groups', 1, None),),
+)
+_N_OffsetFetchResponse_5 = (
+    OffsetFetchResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('groups', 109, _N_OffsetFetchResponse__OffsetFetchResponseGroup_0)),
+    (),
+    (('topics', 1, None), ('error_code', 0, 0)),
+)
+_N_OffsetFetchResponse_6 = (
+    OffsetFetchResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('groups', 109, _N_OffsetFetchResponse__OffsetFetchResponseGroup_1)),
+    (),
+    (('topics', 1, None), ('error_code', 0, 0)),
+)
+OffsetFetchResponse._LAYOUTS = {
+    0: _N_OffsetFetchResponse_0,
+    1: _N_OffsetFetchResponse_0,
+    2: _N_OffsetFetchResponse_1,
+    3: _N_OffsetFetchResponse_2,
+    4: _N_OffsetFetchResponse_2,
+    5: _N_OffsetFetchResponse_3,
+    6: _N_OffsetFetchResponse_4,
+    7: _N_OffsetFetchResponse_4,
+    8: _N_OffsetFetchResponse_5,
+    9: _N_OffsetFetchResponse_5,
+    10: _N_OffsetFetchResponse_6,
+}
+
+codec_path.install(OffsetFetchRequest, OffsetFetchResponse)

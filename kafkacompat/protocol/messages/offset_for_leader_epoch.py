@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1255,6 +1255,83 @@ OffsetForLeaderEpochRequest._WRITERS = {
     3: _w_OffsetForLeaderEpochRequest_2,
     4: _w_OffsetForLeaderEpochRequest_3,
 }
+_N_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_0 = (
+    _C_Request__OffsetForLeaderPartition,
+    False,
+    (('partition', 3, None), ('leader_epoch', 3, None)),
+    (),
+    (('current_leader_epoch', 0, -1),),
+)
+_N_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_1 = (
+    _C_Request__OffsetForLeaderPartition,
+    False,
+    (('partition', 3, None), ('current_leader_epoch', 3, None), ('leader_epoch', 3, None)),
+    (),
+    (),
+)
+_N_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_2 = (
+    _C_Request__OffsetForLeaderPartition,
+    True,
+    (('partition', 35, None), ('current_leader_epoch', 35, None), ('leader_epoch', 35, None)),
+    (),
+    (),
+)
+_N_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_0 = (
+    _C_Request__OffsetForLeaderTopic,
+    False,
+    (('topic', 11, None), ('partitions', 77, _N_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_0)),
+    (),
+    (),
+)
+_N_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_1 = (
+    _C_Request__OffsetForLeaderTopic,
+    False,
+    (('topic', 11, None), ('partitions', 77, _N_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_1)),
+    (),
+    (),
+)
+_N_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_2 = (
+    _C_Request__OffsetForLeaderTopic,
+    True,
+    (('topic', 43, None), ('partitions', 109, _N_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_2)),
+    (),
+    (),
+)
+_N_OffsetForLeaderEpochRequest_0 = (
+    OffsetForLeaderEpochRequest,
+    False,
+    (('topics', 205, _N_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_0),),
+    (),
+    (('replica_id', 0, -2),),
+)
+_N_OffsetForLeaderEpochRequest_1 = (
+    OffsetForLeaderEpochRequest,
+    False,
+    (('topics', 205, _N_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_1),),
+    (),
+    (('replica_id', 0, -2),),
+)
+_N_OffsetForLeaderEpochRequest_2 = (
+    OffsetForLeaderEpochRequest,
+    False,
+    (('replica_id', 3, None), ('topics', 205, _N_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_1)),
+    (),
+    (),
+)
+_N_OffsetForLeaderEpochRequest_3 = (
+    OffsetForLeaderEpochRequest,
+    True,
+    (('replica_id', 35, None), ('topics', 237, _N_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_2)),
+    (),
+    (),
+)
+OffsetForLeaderEpochRequest._LAYOUTS = {
+    0: _N_OffsetForLeaderEpochRequest_0,
+    1: _N_OffsetForLeaderEpochRequest_0,
+    2: _N_OffsetForLeaderEpochRequest_1,
+    3: _N_OffsetForLeaderEpochRequest_2,
+    4: _N_OffsetForLeaderEpochRequest_3,
+}
 
 _C_Response__EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
 _C_Response__OffsetForLeaderTopicResult = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
@@ -1307,3 +1384,88 @@ OffsetForLeaderEpochResponse._WRITERS = {
     3: _w_OffsetForLeaderEpochResponse_2,
     4: _w_OffsetForLeaderEpochResponse_3,
 }
+_N_OffsetForLeaderEpochResponse__EpochEndOffset_0 = (
+    _C_Response__EpochEndOffset,
+    False,
+    (('error_code', 2, None), ('partition', 3, None), ('end_offset', 4, None)),
+    (),
+    (('leader_epoch', 0, -1),),
+)
+_N_OffsetForLeaderEpochResponse__EpochEndOffset_1 = (
+    _C_Response__EpochEndOffset,
+    False,
+    (('error_code', 2, None), ('partition', 3, None), ('leader_epoch', 3, None), ('end_offset', 4, None)),
+    (),
+    (),
+)
+_N_OffsetForLeaderEpochResponse__EpochEndOffset_2 = (
+    _C_Response__EpochEndOffset,
+    True,
+    (('error_code', 34, None), ('partition', 35, None), ('leader_epoch', 35, None), ('end_offset', 36, None)),
+    (),
+    (),
+)
+_N_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_0 = (
+    _C_Response__OffsetForLeaderTopicResult,
+    False,
+    (('topic', 11, None), ('partitions', 77, _N_OffsetForLeaderEpochResponse__EpochEndOffset_0)),
+    (),
+    (),
+)
+_N_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_1 = (
+    _C_Response__OffsetForLeaderTopicResult,
+    False,
+    (('topic', 11, None), ('partitions', 77, _N_OffsetForLeaderEpochResponse__EpochEndOffset_1)),
+    (),
+    (),
+)
+_N_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_2 = (
+    _C_Response__OffsetForLeaderTopicResult,
+    True,
+    (('topic', 43, None), ('partitions', 109, _N_OffsetForLeaderEpochResponse__EpochEndOffset_2)),
+    (),
+    (),
+)
+_N_OffsetForLeaderEpochResponse_0 = (
+    OffsetForLeaderEpochResponse,
+    False,
+    (('topics', 205, _N_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_0),),
+    (),
+    (('throttle_time_ms', 0, 0),),
+)
+_N_OffsetForLeaderEpochResponse_1 = (
+    OffsetForLeaderEpochResponse,
+    False,
+    (('topics', 205, _N_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_1),),
+    (),
+    (('throttle_time_ms', 0, 0),),
+)
+_N_OffsetForLeaderEpochResponse_2 = (
+    OffsetForLeaderEpochResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('topics', 205, _N_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_1),
+    ),
+    (),
+    (),
+)
+_N_OffsetForLeaderEpochResponse_3 = (
+    OffsetForLeaderEpochResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('topics', 237, _N_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_2),
+    ),
+    (),
+    (),
+)
+OffsetForLeaderEpochResponse._LAYOUTS = {
+    0: _N_OffsetForLeaderEpochResponse_0,
+    1: _N_OffsetForLeaderEpochResponse_1,
+    2: _N_OffsetForLeaderEpochResponse_2,
+    3: _N_OffsetForLeaderEpochResponse_2,
+    4: _N_OffsetForLeaderEpochResponse_3,
+}
+
+codec_path.install(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse)

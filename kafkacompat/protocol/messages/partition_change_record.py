@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1161,3 +1161,56 @@ PartitionChangeRecord._WRITERS = {
     1: _w_PartitionChangeRecord_1,
     2: _w_PartitionChangeRecord_2,
 }
+_N_PartitionChangeRecord_0 = (
+    PartitionChangeRecord,
+    True,
+    (('partition_id', 35, None), ('topic_id', 42, None)),
+    (
+        (0, 'isr', 115, None, 0, None),
+        (1, 'leader', 35, None, 0, -2),
+        (2, 'replicas', 115, None, 0, None),
+        (3, 'removing_replicas', 115, None, 0, None),
+        (4, 'adding_replicas', 115, None, 0, None),
+        (5, 'leader_recovery_state', 33, None, 0, -1),
+    ),
+    (('directories', 0, None), ('eligible_leader_replicas', 0, None), ('last_known_elr', 0, None)),
+)
+_N_PartitionChangeRecord_1 = (
+    PartitionChangeRecord,
+    True,
+    (('partition_id', 35, None), ('topic_id', 42, None)),
+    (
+        (0, 'isr', 115, None, 0, None),
+        (1, 'leader', 35, None, 0, -2),
+        (2, 'replicas', 115, None, 0, None),
+        (3, 'removing_replicas', 115, None, 0, None),
+        (4, 'adding_replicas', 115, None, 0, None),
+        (5, 'leader_recovery_state', 33, None, 0, -1),
+        (8, 'directories', 122, None, 0, None),
+    ),
+    (('eligible_leader_replicas', 0, None), ('last_known_elr', 0, None)),
+)
+_N_PartitionChangeRecord_2 = (
+    PartitionChangeRecord,
+    True,
+    (('partition_id', 35, None), ('topic_id', 42, None)),
+    (
+        (0, 'isr', 115, None, 0, None),
+        (1, 'leader', 35, None, 0, -2),
+        (2, 'replicas', 115, None, 0, None),
+        (3, 'removing_replicas', 115, None, 0, None),
+        (4, 'adding_replicas', 115, None, 0, None),
+        (5, 'leader_recovery_state', 33, None, 0, -1),
+        (6, 'eligible_leader_replicas', 115, None, 0, None),
+        (7, 'last_known_elr', 115, None, 0, None),
+        (8, 'directories', 122, None, 0, None),
+    ),
+    (),
+)
+PartitionChangeRecord._LAYOUTS = {
+    0: _N_PartitionChangeRecord_0,
+    1: _N_PartitionChangeRecord_1,
+    2: _N_PartitionChangeRecord_2,
+}
+
+codec_path.install(PartitionChangeRecord)

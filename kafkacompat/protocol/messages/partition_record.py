@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -945,3 +945,63 @@ PartitionRecord._FIELDS = (
 )
 PartitionRecord._READERS = {0: _r_PartitionRecord_0, 1: _r_PartitionRecord_1, 2: _r_PartitionRecord_2}
 PartitionRecord._WRITERS = {0: _w_PartitionRecord_0, 1: _w_PartitionRecord_1, 2: _w_PartitionRecord_2}
+_N_PartitionRecord_0 = (
+    PartitionRecord,
+    True,
+    (
+        ('partition_id', 35, None),
+        ('topic_id', 42, None),
+        ('replicas', 99, None),
+        ('isr', 99, None),
+        ('removing_replicas', 99, None),
+        ('adding_replicas', 99, None),
+        ('leader', 35, None),
+        ('leader_epoch', 35, None),
+        ('partition_epoch', 35, None),
+    ),
+    ((0, 'leader_recovery_state', 33, None, 0, 0),),
+    (('directories', 1, None), ('eligible_leader_replicas', 0, None), ('last_known_elr', 0, None)),
+)
+_N_PartitionRecord_1 = (
+    PartitionRecord,
+    True,
+    (
+        ('partition_id', 35, None),
+        ('topic_id', 42, None),
+        ('replicas', 99, None),
+        ('isr', 99, None),
+        ('removing_replicas', 99, None),
+        ('adding_replicas', 99, None),
+        ('leader', 35, None),
+        ('leader_epoch', 35, None),
+        ('partition_epoch', 35, None),
+        ('directories', 106, None),
+    ),
+    ((0, 'leader_recovery_state', 33, None, 0, 0),),
+    (('eligible_leader_replicas', 0, None), ('last_known_elr', 0, None)),
+)
+_N_PartitionRecord_2 = (
+    PartitionRecord,
+    True,
+    (
+        ('partition_id', 35, None),
+        ('topic_id', 42, None),
+        ('replicas', 99, None),
+        ('isr', 99, None),
+        ('removing_replicas', 99, None),
+        ('adding_replicas', 99, None),
+        ('leader', 35, None),
+        ('leader_epoch', 35, None),
+        ('partition_epoch', 35, None),
+        ('directories', 106, None),
+    ),
+    (
+        (0, 'leader_recovery_state', 33, None, 0, 0),
+        (1, 'eligible_leader_replicas', 115, None, 0, None),
+        (2, 'last_known_elr', 115, None, 0, None),
+    ),
+    (),
+)
+PartitionRecord._LAYOUTS = {0: _N_PartitionRecord_0, 1: _N_PartitionRecord_1, 2: _N_PartitionRecord_2}
+
+codec_path.install(PartitionRecord)

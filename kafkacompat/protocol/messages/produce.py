@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -2603,6 +2603,100 @@ ProduceRequest._WRITERS = {
     12: _w_ProduceRequest_2,
     13: _w_ProduceRequest_3,
 }
+_N_ProduceRequest__PartitionProduceData_0 = (
+    _C_Request__PartitionProduceData,
+    False,
+    (('index', 3, None), ('records', 28, None)),
+    (),
+    (),
+)
+_N_ProduceRequest__PartitionProduceData_1 = (
+    _C_Request__PartitionProduceData,
+    True,
+    (('index', 35, None), ('records', 60, None)),
+    (),
+    (),
+)
+_N_ProduceRequest__TopicProduceData_0 = (
+    _C_Request__TopicProduceData,
+    False,
+    (('name', 11, None), ('partition_data', 77, _N_ProduceRequest__PartitionProduceData_0)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_ProduceRequest__TopicProduceData_1 = (
+    _C_Request__TopicProduceData,
+    True,
+    (('name', 43, None), ('partition_data', 109, _N_ProduceRequest__PartitionProduceData_1)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_ProduceRequest__TopicProduceData_2 = (
+    _C_Request__TopicProduceData,
+    True,
+    (('topic_id', 42, None), ('partition_data', 109, _N_ProduceRequest__PartitionProduceData_1)),
+    (),
+    (('name', 0, ""),),
+)
+_N_ProduceRequest_0 = (
+    ProduceRequest,
+    False,
+    (('acks', 2, None), ('timeout_ms', 3, None), ('topic_data', 205, _N_ProduceRequest__TopicProduceData_0)),
+    (),
+    (('transactional_id', 0, None),),
+)
+_N_ProduceRequest_1 = (
+    ProduceRequest,
+    False,
+    (
+        ('transactional_id', 27, None),
+        ('acks', 2, None),
+        ('timeout_ms', 3, None),
+        ('topic_data', 205, _N_ProduceRequest__TopicProduceData_0),
+    ),
+    (),
+    (),
+)
+_N_ProduceRequest_2 = (
+    ProduceRequest,
+    True,
+    (
+        ('transactional_id', 59, None),
+        ('acks', 34, None),
+        ('timeout_ms', 35, None),
+        ('topic_data', 237, _N_ProduceRequest__TopicProduceData_1),
+    ),
+    (),
+    (),
+)
+_N_ProduceRequest_3 = (
+    ProduceRequest,
+    True,
+    (
+        ('transactional_id', 59, None),
+        ('acks', 34, None),
+        ('timeout_ms', 35, None),
+        ('topic_data', 237, _N_ProduceRequest__TopicProduceData_2),
+    ),
+    (),
+    (),
+)
+ProduceRequest._LAYOUTS = {
+    0: _N_ProduceRequest_0,
+    1: _N_ProduceRequest_0,
+    2: _N_ProduceRequest_0,
+    3: _N_ProduceRequest_1,
+    4: _N_ProduceRequest_1,
+    5: _N_ProduceRequest_1,
+    6: _N_ProduceRequest_1,
+    7: _N_ProduceRequest_1,
+    8: _N_ProduceRequest_1,
+    9: _N_ProduceRequest_2,
+    10: _N_ProduceRequest_2,
+    11: _N_ProduceRequest_2,
+    12: _N_ProduceRequest_2,
+    13: _N_ProduceRequest_3,
+}
 
 _C_Response__BatchIndexAndErrorMessage = ProduceResponse.BatchIndexAndErrorMessage
 _C_Response__LeaderIdAndEpoch = ProduceResponse.LeaderIdAndEpoch
@@ -2756,3 +2850,241 @@ ProduceResponse._WRITERS = {
     12: _w_ProduceResponse_6,
     13: _w_ProduceResponse_7,
 }
+_N_ProduceResponse__BatchIndexAndErrorMessage_0 = (
+    _C_Response__BatchIndexAndErrorMessage,
+    False,
+    (('batch_index', 3, None), ('batch_index_error_message', 27, None)),
+    (),
+    (),
+)
+_N_ProduceResponse__BatchIndexAndErrorMessage_1 = (
+    _C_Response__BatchIndexAndErrorMessage,
+    True,
+    (('batch_index', 35, None), ('batch_index_error_message', 59, None)),
+    (),
+    (),
+)
+_N_ProduceResponse__LeaderIdAndEpoch_0 = (
+    _C_Response__LeaderIdAndEpoch,
+    True,
+    (('leader_id', 35, None), ('leader_epoch', 35, None)),
+    (),
+    (),
+)
+_N_ProduceResponse__PartitionProduceResponse_0 = (
+    _C_Response__PartitionProduceResponse,
+    False,
+    (('index', 3, None), ('error_code', 2, None), ('base_offset', 4, None)),
+    (),
+    (
+        ('log_append_time_ms', 0, -1),
+        ('log_start_offset', 0, -1),
+        ('record_errors', 1, None),
+        ('error_message', 0, None),
+        ('current_leader', 3, _C_Response__LeaderIdAndEpoch),
+    ),
+)
+_N_ProduceResponse__PartitionProduceResponse_1 = (
+    _C_Response__PartitionProduceResponse,
+    False,
+    (('index', 3, None), ('error_code', 2, None), ('base_offset', 4, None), ('log_append_time_ms', 4, None)),
+    (),
+    (
+        ('log_start_offset', 0, -1),
+        ('record_errors', 1, None),
+        ('error_message', 0, None),
+        ('current_leader', 3, _C_Response__LeaderIdAndEpoch),
+    ),
+)
+_N_ProduceResponse__PartitionProduceResponse_2 = (
+    _C_Response__PartitionProduceResponse,
+    False,
+    (
+        ('index', 3, None),
+        ('error_code', 2, None),
+        ('base_offset', 4, None),
+        ('log_append_time_ms', 4, None),
+        ('log_start_offset', 4, None),
+    ),
+    (),
+    (
+        ('record_errors', 1, None),
+        ('error_message', 0, None),
+        ('current_leader', 3, _C_Response__LeaderIdAndEpoch),
+    ),
+)
+_N_ProduceResponse__PartitionProduceResponse_3 = (
+    _C_Response__PartitionProduceResponse,
+    False,
+    (
+        ('index', 3, None),
+        ('error_code', 2, None),
+        ('base_offset', 4, None),
+        ('log_append_time_ms', 4, None),
+        ('log_start_offset', 4, None),
+        ('record_errors', 77, _N_ProduceResponse__BatchIndexAndErrorMessage_0),
+        ('error_message', 27, None),
+    ),
+    (),
+    (('current_leader', 3, _C_Response__LeaderIdAndEpoch),),
+)
+_N_ProduceResponse__PartitionProduceResponse_4 = (
+    _C_Response__PartitionProduceResponse,
+    True,
+    (
+        ('index', 35, None),
+        ('error_code', 34, None),
+        ('base_offset', 36, None),
+        ('log_append_time_ms', 36, None),
+        ('log_start_offset', 36, None),
+        ('record_errors', 109, _N_ProduceResponse__BatchIndexAndErrorMessage_1),
+        ('error_message', 59, None),
+    ),
+    (),
+    (('current_leader', 3, _C_Response__LeaderIdAndEpoch),),
+)
+_N_ProduceResponse__PartitionProduceResponse_5 = (
+    _C_Response__PartitionProduceResponse,
+    True,
+    (
+        ('index', 35, None),
+        ('error_code', 34, None),
+        ('base_offset', 36, None),
+        ('log_append_time_ms', 36, None),
+        ('log_start_offset', 36, None),
+        ('record_errors', 109, _N_ProduceResponse__BatchIndexAndErrorMessage_1),
+        ('error_message', 59, None),
+    ),
+    ((0, 'current_leader', 45, _N_ProduceResponse__LeaderIdAndEpoch_0, 3, _C_Response__LeaderIdAndEpoch),),
+    (),
+)
+_N_ProduceResponse__TopicProduceResponse_0 = (
+    _C_Response__TopicProduceResponse,
+    False,
+    (('name', 11, None), ('partition_responses', 77, _N_ProduceResponse__PartitionProduceResponse_0)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_ProduceResponse__TopicProduceResponse_1 = (
+    _C_Response__TopicProduceResponse,
+    False,
+    (('name', 11, None), ('partition_responses', 77, _N_ProduceResponse__PartitionProduceResponse_1)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_ProduceResponse__TopicProduceResponse_2 = (
+    _C_Response__TopicProduceResponse,
+    False,
+    (('name', 11, None), ('partition_responses', 77, _N_ProduceResponse__PartitionProduceResponse_2)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_ProduceResponse__TopicProduceResponse_3 = (
+    _C_Response__TopicProduceResponse,
+    False,
+    (('name', 11, None), ('partition_responses', 77, _N_ProduceResponse__PartitionProduceResponse_3)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_ProduceResponse__TopicProduceResponse_4 = (
+    _C_Response__TopicProduceResponse,
+    True,
+    (('name', 43, None), ('partition_responses', 109, _N_ProduceResponse__PartitionProduceResponse_4)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_ProduceResponse__TopicProduceResponse_5 = (
+    _C_Response__TopicProduceResponse,
+    True,
+    (('name', 43, None), ('partition_responses', 109, _N_ProduceResponse__PartitionProduceResponse_5)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_ProduceResponse__TopicProduceResponse_6 = (
+    _C_Response__TopicProduceResponse,
+    True,
+    (('topic_id', 42, None), ('partition_responses', 109, _N_ProduceResponse__PartitionProduceResponse_5)),
+    (),
+    (('name', 0, ""),),
+)
+_N_ProduceResponse__NodeEndpoint_0 = (
+    _C_Response__NodeEndpoint,
+    True,
+    (('node_id', 35, None), ('host', 43, None), ('port', 35, None), ('rack', 59, None)),
+    (),
+    (),
+)
+_N_ProduceResponse_0 = (
+    ProduceResponse,
+    False,
+    (('responses', 205, _N_ProduceResponse__TopicProduceResponse_0),),
+    (),
+    (('throttle_time_ms', 0, 0), ('node_endpoints', 2, None)),
+)
+_N_ProduceResponse_1 = (
+    ProduceResponse,
+    False,
+    (('responses', 205, _N_ProduceResponse__TopicProduceResponse_0), ('throttle_time_ms', 3, None)),
+    (),
+    (('node_endpoints', 2, None),),
+)
+_N_ProduceResponse_2 = (
+    ProduceResponse,
+    False,
+    (('responses', 205, _N_ProduceResponse__TopicProduceResponse_1), ('throttle_time_ms', 3, None)),
+    (),
+    (('node_endpoints', 2, None),),
+)
+_N_ProduceResponse_3 = (
+    ProduceResponse,
+    False,
+    (('responses', 205, _N_ProduceResponse__TopicProduceResponse_2), ('throttle_time_ms', 3, None)),
+    (),
+    (('node_endpoints', 2, None),),
+)
+_N_ProduceResponse_4 = (
+    ProduceResponse,
+    False,
+    (('responses', 205, _N_ProduceResponse__TopicProduceResponse_3), ('throttle_time_ms', 3, None)),
+    (),
+    (('node_endpoints', 2, None),),
+)
+_N_ProduceResponse_5 = (
+    ProduceResponse,
+    True,
+    (('responses', 237, _N_ProduceResponse__TopicProduceResponse_4), ('throttle_time_ms', 35, None)),
+    (),
+    (('node_endpoints', 2, None),),
+)
+_N_ProduceResponse_6 = (
+    ProduceResponse,
+    True,
+    (('responses', 237, _N_ProduceResponse__TopicProduceResponse_5), ('throttle_time_ms', 35, None)),
+    ((0, 'node_endpoints', 237, _N_ProduceResponse__NodeEndpoint_0, 2, None),),
+    (),
+)
+_N_ProduceResponse_7 = (
+    ProduceResponse,
+    True,
+    (('responses', 237, _N_ProduceResponse__TopicProduceResponse_6), ('throttle_time_ms', 35, None)),
+    ((0, 'node_endpoints', 237, _N_ProduceResponse__NodeEndpoint_0, 2, None),),
+    (),
+)
+ProduceResponse._LAYOUTS = {
+    0: _N_ProduceResponse_0,
+    1: _N_ProduceResponse_1,
+    2: _N_ProduceResponse_2,
+    3: _N_ProduceResponse_2,
+    4: _N_ProduceResponse_2,
+    5: _N_ProduceResponse_3,
+    6: _N_ProduceResponse_3,
+    7: _N_ProduceResponse_3,
+    8: _N_ProduceResponse_4,
+    9: _N_ProduceResponse_5,
+    10: _N_ProduceResponse_6,
+    11: _N_ProduceResponse_6,
+    12: _N_ProduceResponse_6,
+    13: _N_ProduceResponse_7,
+}
+
+codec_path.install(ProduceRequest, ProduceResponse)

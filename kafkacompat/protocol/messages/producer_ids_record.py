@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -79,3 +79,13 @@ ProducerIdsRecord._FIELDS = (
 )
 ProducerIdsRecord._READERS = {0: _r_ProducerIdsRecord_0}
 ProducerIdsRecord._WRITERS = {0: _w_ProducerIdsRecord_0}
+_N_ProducerIdsRecord_0 = (
+    ProducerIdsRecord,
+    True,
+    (('broker_id', 35, None), ('broker_epoch', 36, None), ('next_producer_id', 36, None)),
+    (),
+    (),
+)
+ProducerIdsRecord._LAYOUTS = {0: _N_ProducerIdsRecord_0}
+
+codec_path.install(ProducerIdsRecord)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
@@ -172,6 +172,20 @@ PushTelemetryRequest._FIELDS = (
 )
 PushTelemetryRequest._READERS = {0: _r_PushTelemetryRequest_0}
 PushTelemetryRequest._WRITERS = {0: _w_PushTelemetryRequest_0}
+_N_PushTelemetryRequest_0 = (
+    PushTelemetryRequest,
+    True,
+    (
+        ('client_instance_id', 42, None),
+        ('subscription_id', 35, None),
+        ('terminating', 32, None),
+        ('compression_type', 33, None),
+        ('metrics', 44, None),
+    ),
+    (),
+    (),
+)
+PushTelemetryRequest._LAYOUTS = {0: _N_PushTelemetryRequest_0}
 
 
 PushTelemetryResponse._FIELDS = (
@@ -180,3 +194,13 @@ PushTelemetryResponse._FIELDS = (
 )
 PushTelemetryResponse._READERS = {0: _r_PushTelemetryResponse_0}
 PushTelemetryResponse._WRITERS = {0: _w_PushTelemetryResponse_0}
+_N_PushTelemetryResponse_0 = (
+    PushTelemetryResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('error_code', 34, None)),
+    (),
+    (),
+)
+PushTelemetryResponse._LAYOUTS = {0: _N_PushTelemetryResponse_0}
+
+codec_path.install(PushTelemetryRequest, PushTelemetryResponse)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -647,6 +647,28 @@ _C_Request__ReadStateData._FIELDS = (
 )
 ReadShareGroupStateRequest._READERS = {0: _r_ReadShareGroupStateRequest_0}
 ReadShareGroupStateRequest._WRITERS = {0: _w_ReadShareGroupStateRequest_0}
+_N_ReadShareGroupStateRequest__PartitionData_0 = (
+    _C_Request__PartitionData,
+    True,
+    (('partition', 35, None), ('leader_epoch', 35, None)),
+    (),
+    (),
+)
+_N_ReadShareGroupStateRequest__ReadStateData_0 = (
+    _C_Request__ReadStateData,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_ReadShareGroupStateRequest__PartitionData_0)),
+    (),
+    (),
+)
+_N_ReadShareGroupStateRequest_0 = (
+    ReadShareGroupStateRequest,
+    True,
+    (('group_id', 43, None), ('topics', 109, _N_ReadShareGroupStateRequest__ReadStateData_0)),
+    (),
+    (),
+)
+ReadShareGroupStateRequest._LAYOUTS = {0: _N_ReadShareGroupStateRequest_0}
 
 _C_Response__StateBatch = ReadShareGroupStateResponse.StateBatch
 _C_Response__PartitionResult = ReadShareGroupStateResponse.PartitionResult
@@ -715,3 +737,46 @@ _C_Response__ReadStateResult._FIELDS = (
 )
 ReadShareGroupStateResponse._READERS = {0: _r_ReadShareGroupStateResponse_0}
 ReadShareGroupStateResponse._WRITERS = {0: _w_ReadShareGroupStateResponse_0}
+_N_ReadShareGroupStateResponse__StateBatch_0 = (
+    _C_Response__StateBatch,
+    True,
+    (
+        ('first_offset', 36, None),
+        ('last_offset', 36, None),
+        ('delivery_state', 33, None),
+        ('delivery_count', 34, None),
+    ),
+    (),
+    (),
+)
+_N_ReadShareGroupStateResponse__PartitionResult_0 = (
+    _C_Response__PartitionResult,
+    True,
+    (
+        ('partition', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('state_epoch', 35, None),
+        ('start_offset', 36, None),
+        ('state_batches', 109, _N_ReadShareGroupStateResponse__StateBatch_0),
+    ),
+    (),
+    (),
+)
+_N_ReadShareGroupStateResponse__ReadStateResult_0 = (
+    _C_Response__ReadStateResult,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_ReadShareGroupStateResponse__PartitionResult_0)),
+    (),
+    (),
+)
+_N_ReadShareGroupStateResponse_0 = (
+    ReadShareGroupStateResponse,
+    True,
+    (('results', 109, _N_ReadShareGroupStateResponse__ReadStateResult_0),),
+    (),
+    (),
+)
+ReadShareGroupStateResponse._LAYOUTS = {0: _N_ReadShareGroupStateResponse_0}
+
+codec_path.install(ReadShareGroupStateRequest, ReadShareGroupStateResponse)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -758,6 +758,31 @@ ReadShareGroupStateSummaryRequest._WRITERS = {
     0: _w_ReadShareGroupStateSummaryRequest_0,
     1: _w_ReadShareGroupStateSummaryRequest_0,
 }
+_N_ReadShareGroupStateSummaryRequest__PartitionData_0 = (
+    _C_Request__PartitionData,
+    True,
+    (('partition', 35, None), ('leader_epoch', 35, None)),
+    (),
+    (),
+)
+_N_ReadShareGroupStateSummaryRequest__ReadStateSummaryData_0 = (
+    _C_Request__ReadStateSummaryData,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_ReadShareGroupStateSummaryRequest__PartitionData_0)),
+    (),
+    (),
+)
+_N_ReadShareGroupStateSummaryRequest_0 = (
+    ReadShareGroupStateSummaryRequest,
+    True,
+    (('group_id', 43, None), ('topics', 109, _N_ReadShareGroupStateSummaryRequest__ReadStateSummaryData_0)),
+    (),
+    (),
+)
+ReadShareGroupStateSummaryRequest._LAYOUTS = {
+    0: _N_ReadShareGroupStateSummaryRequest_0,
+    1: _N_ReadShareGroupStateSummaryRequest_0,
+}
 
 _C_Response__PartitionResult = ReadShareGroupStateSummaryResponse.PartitionResult
 _C_Response__ReadStateSummaryResult = ReadShareGroupStateSummaryResponse.ReadStateSummaryResult
@@ -816,3 +841,66 @@ ReadShareGroupStateSummaryResponse._WRITERS = {
     0: _w_ReadShareGroupStateSummaryResponse_0,
     1: _w_ReadShareGroupStateSummaryResponse_1,
 }
+_N_ReadShareGroupStateSummaryResponse__PartitionResult_0 = (
+    _C_Response__PartitionResult,
+    True,
+    (
+        ('partition', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('state_epoch', 35, None),
+        ('leader_epoch', 35, None),
+        ('start_offset', 36, None),
+    ),
+    (),
+    (('delivery_complete_count', 0, -1),),
+)
+_N_ReadShareGroupStateSummaryResponse__PartitionResult_1 = (
+    _C_Response__PartitionResult,
+    True,
+    (
+        ('partition', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('state_epoch', 35, None),
+        ('leader_epoch', 35, None),
+        ('start_offset', 36, None),
+        ('delivery_complete_count', 35, None),
+    ),
+    (),
+    (),
+)
+_N_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult_0 = (
+    _C_Response__ReadStateSummaryResult,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_ReadShareGroupStateSummaryResponse__PartitionResult_0)),
+    (),
+    (),
+)
+_N_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult_1 = (
+    _C_Response__ReadStateSummaryResult,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_ReadShareGroupStateSummaryResponse__PartitionResult_1)),
+    (),
+    (),
+)
+_N_ReadShareGroupStateSummaryResponse_0 = (
+    ReadShareGroupStateSummaryResponse,
+    True,
+    (('results', 109, _N_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult_0),),
+    (),
+    (),
+)
+_N_ReadShareGroupStateSummaryResponse_1 = (
+    ReadShareGroupStateSummaryResponse,
+    True,
+    (('results', 109, _N_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult_1),),
+    (),
+    (),
+)
+ReadShareGroupStateSummaryResponse._LAYOUTS = {
+    0: _N_ReadShareGroupStateSummaryResponse_0,
+    1: _N_ReadShareGroupStateSummaryResponse_1,
+}
+
+codec_path.install(ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse)

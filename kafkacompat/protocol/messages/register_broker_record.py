@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1359,3 +1359,113 @@ RegisterBrokerRecord._WRITERS = {
     3: _w_RegisterBrokerRecord_3,
     4: _w_RegisterBrokerRecord_4,
 }
+_N_RegisterBrokerRecord__BrokerEndpoint_0 = (
+    _C_RegisterBrokerRecord__BrokerEndpoint,
+    True,
+    (('name', 43, None), ('host', 43, None), ('port', 37, None), ('security_protocol', 34, None)),
+    (),
+    (),
+)
+_N_RegisterBrokerRecord__BrokerFeature_0 = (
+    _C_RegisterBrokerRecord__BrokerFeature,
+    True,
+    (('name', 43, None), ('min_supported_version', 34, None), ('max_supported_version', 34, None)),
+    (),
+    (),
+)
+_N_RegisterBrokerRecord_0 = (
+    RegisterBrokerRecord,
+    True,
+    (
+        ('broker_id', 35, None),
+        ('incarnation_id', 42, None),
+        ('broker_epoch', 36, None),
+        ('end_points', 237, _N_RegisterBrokerRecord__BrokerEndpoint_0),
+        ('features', 237, _N_RegisterBrokerRecord__BrokerFeature_0),
+        ('rack', 59, None),
+        ('fenced', 32, None),
+    ),
+    (),
+    (
+        ('is_migrating_zk_broker', 0, False),
+        ('in_controlled_shutdown', 0, False),
+        ('log_dirs', 1, None),
+        ('cordoned_log_dirs', 0, None),
+    ),
+)
+_N_RegisterBrokerRecord_1 = (
+    RegisterBrokerRecord,
+    True,
+    (
+        ('broker_id', 35, None),
+        ('incarnation_id', 42, None),
+        ('broker_epoch', 36, None),
+        ('end_points', 237, _N_RegisterBrokerRecord__BrokerEndpoint_0),
+        ('features', 237, _N_RegisterBrokerRecord__BrokerFeature_0),
+        ('rack', 59, None),
+        ('fenced', 32, None),
+        ('in_controlled_shutdown', 32, None),
+    ),
+    (),
+    (('is_migrating_zk_broker', 0, False), ('log_dirs', 1, None), ('cordoned_log_dirs', 0, None)),
+)
+_N_RegisterBrokerRecord_2 = (
+    RegisterBrokerRecord,
+    True,
+    (
+        ('broker_id', 35, None),
+        ('is_migrating_zk_broker', 32, None),
+        ('incarnation_id', 42, None),
+        ('broker_epoch', 36, None),
+        ('end_points', 237, _N_RegisterBrokerRecord__BrokerEndpoint_0),
+        ('features', 237, _N_RegisterBrokerRecord__BrokerFeature_0),
+        ('rack', 59, None),
+        ('fenced', 32, None),
+        ('in_controlled_shutdown', 32, None),
+    ),
+    (),
+    (('log_dirs', 1, None), ('cordoned_log_dirs', 0, None)),
+)
+_N_RegisterBrokerRecord_3 = (
+    RegisterBrokerRecord,
+    True,
+    (
+        ('broker_id', 35, None),
+        ('is_migrating_zk_broker', 32, None),
+        ('incarnation_id', 42, None),
+        ('broker_epoch', 36, None),
+        ('end_points', 237, _N_RegisterBrokerRecord__BrokerEndpoint_0),
+        ('features', 237, _N_RegisterBrokerRecord__BrokerFeature_0),
+        ('rack', 59, None),
+        ('fenced', 32, None),
+        ('in_controlled_shutdown', 32, None),
+    ),
+    ((0, 'log_dirs', 106, None, 1, None),),
+    (('cordoned_log_dirs', 0, None),),
+)
+_N_RegisterBrokerRecord_4 = (
+    RegisterBrokerRecord,
+    True,
+    (
+        ('broker_id', 35, None),
+        ('is_migrating_zk_broker', 32, None),
+        ('incarnation_id', 42, None),
+        ('broker_epoch', 36, None),
+        ('end_points', 237, _N_RegisterBrokerRecord__BrokerEndpoint_0),
+        ('features', 237, _N_RegisterBrokerRecord__BrokerFeature_0),
+        ('rack', 59, None),
+        ('fenced', 32, None),
+        ('in_controlled_shutdown', 32, None),
+    ),
+    ((0, 'log_dirs', 106, None, 1, None), (1, 'cordoned_log_dirs', 122, None, 0, None)),
+    (),
+)
+RegisterBrokerRecord._LAYOUTS = {
+    0: _N_RegisterBrokerRecord_0,
+    1: _N_RegisterBrokerRecord_1,
+    2: _N_RegisterBrokerRecord_2,
+    3: _N_RegisterBrokerRecord_3,
+    4: _N_RegisterBrokerRecord_4,
+}
+
+codec_path.install(RegisterBrokerRecord)

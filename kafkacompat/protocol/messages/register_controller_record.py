@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -356,3 +356,33 @@ _C_RegisterControllerRecord__ControllerFeature._FIELDS = (
 )
 RegisterControllerRecord._READERS = {0: _r_RegisterControllerRecord_0}
 RegisterControllerRecord._WRITERS = {0: _w_RegisterControllerRecord_0}
+_N_RegisterControllerRecord__ControllerEndpoint_0 = (
+    _C_RegisterControllerRecord__ControllerEndpoint,
+    True,
+    (('name', 43, None), ('host', 43, None), ('port', 37, None), ('security_protocol', 34, None)),
+    (),
+    (),
+)
+_N_RegisterControllerRecord__ControllerFeature_0 = (
+    _C_RegisterControllerRecord__ControllerFeature,
+    True,
+    (('name', 43, None), ('min_supported_version', 34, None), ('max_supported_version', 34, None)),
+    (),
+    (),
+)
+_N_RegisterControllerRecord_0 = (
+    RegisterControllerRecord,
+    True,
+    (
+        ('controller_id', 35, None),
+        ('incarnation_id', 42, None),
+        ('zk_migration_ready', 32, None),
+        ('end_points', 237, _N_RegisterControllerRecord__ControllerEndpoint_0),
+        ('features', 237, _N_RegisterControllerRecord__ControllerFeature_0),
+    ),
+    (),
+    (),
+)
+RegisterControllerRecord._LAYOUTS = {0: _N_RegisterControllerRecord_0}
+
+codec_path.install(RegisterControllerRecord)

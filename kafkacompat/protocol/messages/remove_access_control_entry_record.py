@@ -5,7 +5,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -84,3 +84,7 @@ RemoveAccessControlEntryRecord._FIELDS = (
 )
 RemoveAccessControlEntryRecord._READERS = {0: _r_RemoveAccessControlEntryRecord_0}
 RemoveAccessControlEntryRecord._WRITERS = {0: _w_RemoveAccessControlEntryRecord_0}
+_N_RemoveAccessControlEntryRecord_0 = (RemoveAccessControlEntryRecord, True, (('id', 42, None),), (), ())
+RemoveAccessControlEntryRecord._LAYOUTS = {0: _N_RemoveAccessControlEntryRecord_0}
+
+codec_path.install(RemoveAccessControlEntryRecord)

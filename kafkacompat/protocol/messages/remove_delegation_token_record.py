@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -88,3 +88,7 @@ RemoveDelegationTokenRecord._FIELDS = (
 )
 RemoveDelegationTokenRecord._READERS = {0: _r_RemoveDelegationTokenRecord_0}
 RemoveDelegationTokenRecord._WRITERS = {0: _w_RemoveDelegationTokenRecord_0}
+_N_RemoveDelegationTokenRecord_0 = (RemoveDelegationTokenRecord, True, (('token_id', 43, None),), (), ())
+RemoveDelegationTokenRecord._LAYOUTS = {0: _N_RemoveDelegationTokenRecord_0}
+
+codec_path.install(RemoveDelegationTokenRecord)

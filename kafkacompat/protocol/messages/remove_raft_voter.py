@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
@@ -217,6 +217,14 @@ RemoveRaftVoterRequest._FIELDS = (
 )
 RemoveRaftVoterRequest._READERS = {0: _r_RemoveRaftVoterRequest_0}
 RemoveRaftVoterRequest._WRITERS = {0: _w_RemoveRaftVoterRequest_0}
+_N_RemoveRaftVoterRequest_0 = (
+    RemoveRaftVoterRequest,
+    True,
+    (('cluster_id', 59, None), ('voter_id', 35, None), ('voter_directory_id', 42, None)),
+    (),
+    (),
+)
+RemoveRaftVoterRequest._LAYOUTS = {0: _N_RemoveRaftVoterRequest_0}
 
 
 RemoveRaftVoterResponse._FIELDS = (
@@ -236,3 +244,13 @@ RemoveRaftVoterResponse._FIELDS = (
 )
 RemoveRaftVoterResponse._READERS = {0: _r_RemoveRaftVoterResponse_0}
 RemoveRaftVoterResponse._WRITERS = {0: _w_RemoveRaftVoterResponse_0}
+_N_RemoveRaftVoterResponse_0 = (
+    RemoveRaftVoterResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('error_code', 34, None), ('error_message', 59, None)),
+    (),
+    (),
+)
+RemoveRaftVoterResponse._LAYOUTS = {0: _N_RemoveRaftVoterResponse_0}
+
+codec_path.install(RemoveRaftVoterRequest, RemoveRaftVoterResponse)

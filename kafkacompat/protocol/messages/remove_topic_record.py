@@ -5,7 +5,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -84,3 +84,7 @@ RemoveTopicRecord._FIELDS = (
 )
 RemoveTopicRecord._READERS = {0: _r_RemoveTopicRecord_0}
 RemoveTopicRecord._WRITERS = {0: _w_RemoveTopicRecord_0}
+_N_RemoveTopicRecord_0 = (RemoveTopicRecord, True, (('topic_id', 42, None),), (), ())
+RemoveTopicRecord._LAYOUTS = {0: _N_RemoveTopicRecord_0}
+
+codec_path.install(RemoveTopicRecord)

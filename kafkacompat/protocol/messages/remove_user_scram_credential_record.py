@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -96,3 +96,13 @@ RemoveUserScramCredentialRecord._FIELDS = (
 )
 RemoveUserScramCredentialRecord._READERS = {0: _r_RemoveUserScramCredentialRecord_0}
 RemoveUserScramCredentialRecord._WRITERS = {0: _w_RemoveUserScramCredentialRecord_0}
+_N_RemoveUserScramCredentialRecord_0 = (
+    RemoveUserScramCredentialRecord,
+    True,
+    (('name', 43, None), ('mechanism', 33, None)),
+    (),
+    (),
+)
+RemoveUserScramCredentialRecord._LAYOUTS = {0: _N_RemoveUserScramCredentialRecord_0}
+
+codec_path.install(RemoveUserScramCredentialRecord)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
@@ -212,6 +212,25 @@ RenewDelegationTokenRequest._WRITERS = {
     1: _w_RenewDelegationTokenRequest_0,
     2: _w_RenewDelegationTokenRequest_1,
 }
+_N_RenewDelegationTokenRequest_0 = (
+    RenewDelegationTokenRequest,
+    False,
+    (('hmac', 12, None), ('renew_period_ms', 4, None)),
+    (),
+    (),
+)
+_N_RenewDelegationTokenRequest_1 = (
+    RenewDelegationTokenRequest,
+    True,
+    (('hmac', 44, None), ('renew_period_ms', 36, None)),
+    (),
+    (),
+)
+RenewDelegationTokenRequest._LAYOUTS = {
+    0: _N_RenewDelegationTokenRequest_0,
+    1: _N_RenewDelegationTokenRequest_0,
+    2: _N_RenewDelegationTokenRequest_1,
+}
 
 
 RenewDelegationTokenResponse._FIELDS = (
@@ -229,3 +248,24 @@ RenewDelegationTokenResponse._WRITERS = {
     1: _w_RenewDelegationTokenResponse_0,
     2: _w_RenewDelegationTokenResponse_1,
 }
+_N_RenewDelegationTokenResponse_0 = (
+    RenewDelegationTokenResponse,
+    False,
+    (('error_code', 2, None), ('expiry_timestamp_ms', 4, None), ('throttle_time_ms', 3, None)),
+    (),
+    (),
+)
+_N_RenewDelegationTokenResponse_1 = (
+    RenewDelegationTokenResponse,
+    True,
+    (('error_code', 34, None), ('expiry_timestamp_ms', 36, None), ('throttle_time_ms', 35, None)),
+    (),
+    (),
+)
+RenewDelegationTokenResponse._LAYOUTS = {
+    0: _N_RenewDelegationTokenResponse_0,
+    1: _N_RenewDelegationTokenResponse_0,
+    2: _N_RenewDelegationTokenResponse_1,
+}
+
+codec_path.install(RenewDelegationTokenRequest, RenewDelegationTokenResponse)

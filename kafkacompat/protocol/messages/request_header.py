@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -170,3 +170,37 @@ RequestHeader._FIELDS = (
 )
 RequestHeader._READERS = {0: _r_RequestHeader_0, 1: _r_RequestHeader_1, 2: _r_RequestHeader_2}
 RequestHeader._WRITERS = {0: _w_RequestHeader_0, 1: _w_RequestHeader_1, 2: _w_RequestHeader_2}
+_N_RequestHeader_0 = (
+    RequestHeader,
+    False,
+    (('request_api_key', 2, None), ('request_api_version', 2, None), ('correlation_id', 3, None)),
+    (),
+    (('client_id', 0, ""),),
+)
+_N_RequestHeader_1 = (
+    RequestHeader,
+    False,
+    (
+        ('request_api_key', 2, None),
+        ('request_api_version', 2, None),
+        ('correlation_id', 3, None),
+        ('client_id', 27, None),
+    ),
+    (),
+    (),
+)
+_N_RequestHeader_2 = (
+    RequestHeader,
+    True,
+    (
+        ('request_api_key', 34, None),
+        ('request_api_version', 34, None),
+        ('correlation_id', 35, None),
+        ('client_id', 27, None),
+    ),
+    (),
+    (),
+)
+RequestHeader._LAYOUTS = {0: _N_RequestHeader_0, 1: _N_RequestHeader_1, 2: _N_RequestHeader_2}
+
+codec_path.install(RequestHeader)

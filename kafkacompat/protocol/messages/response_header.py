@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -91,3 +91,8 @@ ResponseHeader._FIELDS = (
 )
 ResponseHeader._READERS = {0: _r_ResponseHeader_0, 1: _r_ResponseHeader_1}
 ResponseHeader._WRITERS = {0: _w_ResponseHeader_0, 1: _w_ResponseHeader_1}
+_N_ResponseHeader_0 = (ResponseHeader, False, (('correlation_id', 3, None),), (), ())
+_N_ResponseHeader_1 = (ResponseHeader, True, (('correlation_id', 35, None),), (), ())
+ResponseHeader._LAYOUTS = {0: _N_ResponseHeader_0, 1: _N_ResponseHeader_1}
+
+codec_path.install(ResponseHeader)

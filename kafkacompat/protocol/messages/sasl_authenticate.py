@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
@@ -298,6 +298,13 @@ SaslAuthenticateRequest._WRITERS = {
     1: _w_SaslAuthenticateRequest_0,
     2: _w_SaslAuthenticateRequest_1,
 }
+_N_SaslAuthenticateRequest_0 = (SaslAuthenticateRequest, False, (('auth_bytes', 12, None),), (), ())
+_N_SaslAuthenticateRequest_1 = (SaslAuthenticateRequest, True, (('auth_bytes', 44, None),), (), ())
+SaslAuthenticateRequest._LAYOUTS = {
+    0: _N_SaslAuthenticateRequest_0,
+    1: _N_SaslAuthenticateRequest_0,
+    2: _N_SaslAuthenticateRequest_1,
+}
 
 
 SaslAuthenticateResponse._FIELDS = (
@@ -326,3 +333,41 @@ SaslAuthenticateResponse._WRITERS = {
     1: _w_SaslAuthenticateResponse_1,
     2: _w_SaslAuthenticateResponse_2,
 }
+_N_SaslAuthenticateResponse_0 = (
+    SaslAuthenticateResponse,
+    False,
+    (('error_code', 2, None), ('error_message', 27, None), ('auth_bytes', 12, None)),
+    (),
+    (('session_lifetime_ms', 0, 0),),
+)
+_N_SaslAuthenticateResponse_1 = (
+    SaslAuthenticateResponse,
+    False,
+    (
+        ('error_code', 2, None),
+        ('error_message', 27, None),
+        ('auth_bytes', 12, None),
+        ('session_lifetime_ms', 4, None),
+    ),
+    (),
+    (),
+)
+_N_SaslAuthenticateResponse_2 = (
+    SaslAuthenticateResponse,
+    True,
+    (
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('auth_bytes', 44, None),
+        ('session_lifetime_ms', 36, None),
+    ),
+    (),
+    (),
+)
+SaslAuthenticateResponse._LAYOUTS = {
+    0: _N_SaslAuthenticateResponse_0,
+    1: _N_SaslAuthenticateResponse_1,
+    2: _N_SaslAuthenticateResponse_2,
+}
+
+codec_path.install(SaslAuthenticateRequest, SaslAuthenticateResponse)

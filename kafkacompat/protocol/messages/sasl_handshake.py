@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
@@ -133,6 +133,8 @@ SaslHandshakeRequest._FIELDS = (
 )
 SaslHandshakeRequest._READERS = {0: _r_SaslHandshakeRequest_0, 1: _r_SaslHandshakeRequest_0}
 SaslHandshakeRequest._WRITERS = {0: _w_SaslHandshakeRequest_0, 1: _w_SaslHandshakeRequest_0}
+_N_SaslHandshakeRequest_0 = (SaslHandshakeRequest, False, (('mechanism', 11, None),), (), ())
+SaslHandshakeRequest._LAYOUTS = {0: _N_SaslHandshakeRequest_0, 1: _N_SaslHandshakeRequest_0}
 
 
 SaslHandshakeResponse._FIELDS = (
@@ -141,3 +143,13 @@ SaslHandshakeResponse._FIELDS = (
 )
 SaslHandshakeResponse._READERS = {0: _r_SaslHandshakeResponse_0, 1: _r_SaslHandshakeResponse_0}
 SaslHandshakeResponse._WRITERS = {0: _w_SaslHandshakeResponse_0, 1: _w_SaslHandshakeResponse_0}
+_N_SaslHandshakeResponse_0 = (
+    SaslHandshakeResponse,
+    False,
+    (('error_code', 2, None), ('mechanisms', 75, None)),
+    (),
+    (),
+)
+SaslHandshakeResponse._LAYOUTS = {0: _N_SaslHandshakeResponse_0, 1: _N_SaslHandshakeResponse_0}
+
+codec_path.install(SaslHandshakeRequest, SaslHandshakeResponse)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1414,6 +1414,60 @@ ShareAcknowledgeRequest._WRITERS = {
     1: _w_ShareAcknowledgeRequest_0,
     2: _w_ShareAcknowledgeRequest_1,
 }
+_N_ShareAcknowledgeRequest__AcknowledgementBatch_0 = (
+    _C_Request__AcknowledgementBatch,
+    True,
+    (('first_offset', 36, None), ('last_offset', 36, None), ('acknowledge_types', 97, None)),
+    (),
+    (),
+)
+_N_ShareAcknowledgeRequest__AcknowledgePartition_0 = (
+    _C_Request__AcknowledgePartition,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('acknowledgement_batches', 109, _N_ShareAcknowledgeRequest__AcknowledgementBatch_0),
+    ),
+    (),
+    (),
+)
+_N_ShareAcknowledgeRequest__AcknowledgeTopic_0 = (
+    _C_Request__AcknowledgeTopic,
+    True,
+    (('topic_id', 42, None), ('partitions', 237, _N_ShareAcknowledgeRequest__AcknowledgePartition_0)),
+    (),
+    (),
+)
+_N_ShareAcknowledgeRequest_0 = (
+    ShareAcknowledgeRequest,
+    True,
+    (
+        ('group_id', 59, None),
+        ('member_id', 59, None),
+        ('share_session_epoch', 35, None),
+        ('topics', 237, _N_ShareAcknowledgeRequest__AcknowledgeTopic_0),
+    ),
+    (),
+    (('is_renew_ack', 0, False),),
+)
+_N_ShareAcknowledgeRequest_1 = (
+    ShareAcknowledgeRequest,
+    True,
+    (
+        ('group_id', 59, None),
+        ('member_id', 59, None),
+        ('share_session_epoch', 35, None),
+        ('is_renew_ack', 32, None),
+        ('topics', 237, _N_ShareAcknowledgeRequest__AcknowledgeTopic_0),
+    ),
+    (),
+    (),
+)
+ShareAcknowledgeRequest._LAYOUTS = {
+    0: _N_ShareAcknowledgeRequest_0,
+    1: _N_ShareAcknowledgeRequest_0,
+    2: _N_ShareAcknowledgeRequest_1,
+}
 
 _C_Response__LeaderIdAndEpoch = ShareAcknowledgeResponse.LeaderIdAndEpoch
 _C_Response__PartitionData = ShareAcknowledgeResponse.PartitionData
@@ -1528,3 +1582,70 @@ ShareAcknowledgeResponse._WRITERS = {
     1: _w_ShareAcknowledgeResponse_0,
     2: _w_ShareAcknowledgeResponse_1,
 }
+_N_ShareAcknowledgeResponse__LeaderIdAndEpoch_0 = (
+    _C_Response__LeaderIdAndEpoch,
+    True,
+    (('leader_id', 35, None), ('leader_epoch', 35, None)),
+    (),
+    (),
+)
+_N_ShareAcknowledgeResponse__PartitionData_0 = (
+    _C_Response__PartitionData,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('current_leader', 45, _N_ShareAcknowledgeResponse__LeaderIdAndEpoch_0),
+    ),
+    (),
+    (),
+)
+_N_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse_0 = (
+    _C_Response__ShareAcknowledgeTopicResponse,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_ShareAcknowledgeResponse__PartitionData_0)),
+    (),
+    (),
+)
+_N_ShareAcknowledgeResponse__NodeEndpoint_0 = (
+    _C_Response__NodeEndpoint,
+    True,
+    (('node_id', 35, None), ('host', 43, None), ('port', 35, None), ('rack', 59, None)),
+    (),
+    (),
+)
+_N_ShareAcknowledgeResponse_0 = (
+    ShareAcknowledgeResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('responses', 237, _N_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse_0),
+        ('node_endpoints', 237, _N_ShareAcknowledgeResponse__NodeEndpoint_0),
+    ),
+    (),
+    (('acquisition_lock_timeout_ms', 0, 0),),
+)
+_N_ShareAcknowledgeResponse_1 = (
+    ShareAcknowledgeResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('acquisition_lock_timeout_ms', 35, None),
+        ('responses', 237, _N_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse_0),
+        ('node_endpoints', 237, _N_ShareAcknowledgeResponse__NodeEndpoint_0),
+    ),
+    (),
+    (),
+)
+ShareAcknowledgeResponse._LAYOUTS = {
+    0: _N_ShareAcknowledgeResponse_0,
+    1: _N_ShareAcknowledgeResponse_0,
+    2: _N_ShareAcknowledgeResponse_1,
+}
+
+codec_path.install(ShareAcknowledgeRequest, ShareAcknowledgeResponse)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -2330,6 +2330,110 @@ _C_Request__ForgottenTopic._FIELDS = (
 )
 ShareFetchRequest._READERS = {0: _r_ShareFetchRequest_0, 1: _r_ShareFetchRequest_1, 2: _r_ShareFetchRequest_2}
 ShareFetchRequest._WRITERS = {0: _w_ShareFetchRequest_0, 1: _w_ShareFetchRequest_1, 2: _w_ShareFetchRequest_2}
+_N_ShareFetchRequest__AcknowledgementBatch_0 = (
+    _C_Request__AcknowledgementBatch,
+    True,
+    (('first_offset', 36, None), ('last_offset', 36, None), ('acknowledge_types', 97, None)),
+    (),
+    (),
+)
+_N_ShareFetchRequest__FetchPartition_0 = (
+    _C_Request__FetchPartition,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('partition_max_bytes', 35, None),
+        ('acknowledgement_batches', 109, _N_ShareFetchRequest__AcknowledgementBatch_0),
+    ),
+    (),
+    (),
+)
+_N_ShareFetchRequest__FetchPartition_1 = (
+    _C_Request__FetchPartition,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('acknowledgement_batches', 109, _N_ShareFetchRequest__AcknowledgementBatch_0),
+    ),
+    (),
+    (('partition_max_bytes', 0, 0),),
+)
+_N_ShareFetchRequest__FetchTopic_0 = (
+    _C_Request__FetchTopic,
+    True,
+    (('topic_id', 42, None), ('partitions', 237, _N_ShareFetchRequest__FetchPartition_0)),
+    (),
+    (),
+)
+_N_ShareFetchRequest__FetchTopic_1 = (
+    _C_Request__FetchTopic,
+    True,
+    (('topic_id', 42, None), ('partitions', 237, _N_ShareFetchRequest__FetchPartition_1)),
+    (),
+    (),
+)
+_N_ShareFetchRequest__ForgottenTopic_0 = (
+    _C_Request__ForgottenTopic,
+    True,
+    (('topic_id', 42, None), ('partitions', 99, None)),
+    (),
+    (),
+)
+_N_ShareFetchRequest_0 = (
+    ShareFetchRequest,
+    True,
+    (
+        ('group_id', 59, None),
+        ('member_id', 59, None),
+        ('share_session_epoch', 35, None),
+        ('max_wait_ms', 35, None),
+        ('min_bytes', 35, None),
+        ('max_bytes', 35, None),
+        ('topics', 237, _N_ShareFetchRequest__FetchTopic_0),
+        ('forgotten_topics_data', 109, _N_ShareFetchRequest__ForgottenTopic_0),
+    ),
+    (),
+    (('max_records', 0, 0), ('batch_size', 0, 0), ('share_acquire_mode', 0, 0), ('is_renew_ack', 0, False)),
+)
+_N_ShareFetchRequest_1 = (
+    ShareFetchRequest,
+    True,
+    (
+        ('group_id', 59, None),
+        ('member_id', 59, None),
+        ('share_session_epoch', 35, None),
+        ('max_wait_ms', 35, None),
+        ('min_bytes', 35, None),
+        ('max_bytes', 35, None),
+        ('max_records', 35, None),
+        ('batch_size', 35, None),
+        ('topics', 237, _N_ShareFetchRequest__FetchTopic_1),
+        ('forgotten_topics_data', 109, _N_ShareFetchRequest__ForgottenTopic_0),
+    ),
+    (),
+    (('share_acquire_mode', 0, 0), ('is_renew_ack', 0, False)),
+)
+_N_ShareFetchRequest_2 = (
+    ShareFetchRequest,
+    True,
+    (
+        ('group_id', 59, None),
+        ('member_id', 59, None),
+        ('share_session_epoch', 35, None),
+        ('max_wait_ms', 35, None),
+        ('min_bytes', 35, None),
+        ('max_bytes', 35, None),
+        ('max_records', 35, None),
+        ('batch_size', 35, None),
+        ('share_acquire_mode', 33, None),
+        ('is_renew_ack', 32, None),
+        ('topics', 237, _N_ShareFetchRequest__FetchTopic_1),
+        ('forgotten_topics_data', 109, _N_ShareFetchRequest__ForgottenTopic_0),
+    ),
+    (),
+    (),
+)
+ShareFetchRequest._LAYOUTS = {0: _N_ShareFetchRequest_0, 1: _N_ShareFetchRequest_1, 2: _N_ShareFetchRequest_2}
 
 _C_Response__LeaderIdAndEpoch = ShareFetchResponse.LeaderIdAndEpoch
 _C_Response__AcquiredRecords = ShareFetchResponse.AcquiredRecords
@@ -2474,3 +2578,104 @@ ShareFetchResponse._WRITERS = {
     1: _w_ShareFetchResponse_1,
     2: _w_ShareFetchResponse_1,
 }
+_N_ShareFetchResponse__LeaderIdAndEpoch_0 = (
+    _C_Response__LeaderIdAndEpoch,
+    True,
+    (('leader_id', 35, None), ('leader_epoch', 35, None)),
+    (),
+    (),
+)
+_N_ShareFetchResponse__AcquiredRecords_0 = (
+    _C_Response__AcquiredRecords,
+    True,
+    (('first_offset', 36, None), ('last_offset', 36, None), ('delivery_count', 34, None)),
+    (),
+    (),
+)
+_N_ShareFetchResponse__PartitionData_0 = (
+    _C_Response__PartitionData,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('acknowledge_error_code', 34, None),
+        ('acknowledge_error_message', 59, None),
+        ('current_leader', 45, _N_ShareFetchResponse__LeaderIdAndEpoch_0),
+        ('records', 60, None),
+        ('acquired_records', 109, _N_ShareFetchResponse__AcquiredRecords_0),
+    ),
+    (),
+    (),
+)
+_N_ShareFetchResponse__PartitionData_1 = (
+    _C_Response__PartitionData,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('acknowledge_error_code', 34, None),
+        ('acknowledge_error_message', 59, None),
+        ('current_leader', 45, _N_ShareFetchResponse__LeaderIdAndEpoch_0),
+        ('records', 44, None),
+        ('acquired_records', 109, _N_ShareFetchResponse__AcquiredRecords_0),
+    ),
+    (),
+    (),
+)
+_N_ShareFetchResponse__ShareFetchableTopicResponse_0 = (
+    _C_Response__ShareFetchableTopicResponse,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_ShareFetchResponse__PartitionData_0)),
+    (),
+    (),
+)
+_N_ShareFetchResponse__ShareFetchableTopicResponse_1 = (
+    _C_Response__ShareFetchableTopicResponse,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_ShareFetchResponse__PartitionData_1)),
+    (),
+    (),
+)
+_N_ShareFetchResponse__NodeEndpoint_0 = (
+    _C_Response__NodeEndpoint,
+    True,
+    (('node_id', 35, None), ('host', 43, None), ('port', 35, None), ('rack', 59, None)),
+    (),
+    (),
+)
+_N_ShareFetchResponse_0 = (
+    ShareFetchResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('responses', 237, _N_ShareFetchResponse__ShareFetchableTopicResponse_0),
+        ('node_endpoints', 237, _N_ShareFetchResponse__NodeEndpoint_0),
+    ),
+    (),
+    (('acquisition_lock_timeout_ms', 0, 0),),
+)
+_N_ShareFetchResponse_1 = (
+    ShareFetchResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('acquisition_lock_timeout_ms', 35, None),
+        ('responses', 237, _N_ShareFetchResponse__ShareFetchableTopicResponse_1),
+        ('node_endpoints', 237, _N_ShareFetchResponse__NodeEndpoint_0),
+    ),
+    (),
+    (),
+)
+ShareFetchResponse._LAYOUTS = {
+    0: _N_ShareFetchResponse_0,
+    1: _N_ShareFetchResponse_1,
+    2: _N_ShareFetchResponse_1,
+}
+
+codec_path.install(ShareFetchRequest, ShareFetchResponse)

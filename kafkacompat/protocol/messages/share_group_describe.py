@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -796,6 +796,14 @@ ShareGroupDescribeRequest._FIELDS = (
 )
 ShareGroupDescribeRequest._READERS = {0: _r_ShareGroupDescribeRequest_0, 1: _r_ShareGroupDescribeRequest_0}
 ShareGroupDescribeRequest._WRITERS = {0: _w_ShareGroupDescribeRequest_0, 1: _w_ShareGroupDescribeRequest_0}
+_N_ShareGroupDescribeRequest_0 = (
+    ShareGroupDescribeRequest,
+    True,
+    (('group_ids', 107, None), ('include_authorized_operations', 32, None)),
+    (),
+    (),
+)
+ShareGroupDescribeRequest._LAYOUTS = {0: _N_ShareGroupDescribeRequest_0, 1: _N_ShareGroupDescribeRequest_0}
 
 _C_Response__TopicPartitions = ShareGroupDescribeResponse.TopicPartitions
 _C_Response__Assignment = ShareGroupDescribeResponse.Assignment
@@ -886,3 +894,59 @@ _C_Response__DescribedGroup._FIELDS = (
 )
 ShareGroupDescribeResponse._READERS = {0: _r_ShareGroupDescribeResponse_0, 1: _r_ShareGroupDescribeResponse_0}
 ShareGroupDescribeResponse._WRITERS = {0: _w_ShareGroupDescribeResponse_0, 1: _w_ShareGroupDescribeResponse_0}
+_N_ShareGroupDescribeResponse__TopicPartitions_0 = (
+    _C_Response__TopicPartitions,
+    True,
+    (('topic_id', 42, None), ('topic_name', 43, None), ('partitions', 99, None)),
+    (),
+    (),
+)
+_N_ShareGroupDescribeResponse__Assignment_0 = (
+    _C_Response__Assignment,
+    True,
+    (('topic_partitions', 109, _N_ShareGroupDescribeResponse__TopicPartitions_0),),
+    (),
+    (),
+)
+_N_ShareGroupDescribeResponse__Member_0 = (
+    _C_Response__Member,
+    True,
+    (
+        ('member_id', 43, None),
+        ('rack_id', 59, None),
+        ('member_epoch', 35, None),
+        ('client_id', 43, None),
+        ('client_host', 43, None),
+        ('subscribed_topic_names', 107, None),
+        ('assignment', 45, _N_ShareGroupDescribeResponse__Assignment_0),
+    ),
+    (),
+    (),
+)
+_N_ShareGroupDescribeResponse__DescribedGroup_0 = (
+    _C_Response__DescribedGroup,
+    True,
+    (
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('group_id', 43, None),
+        ('group_state', 43, None),
+        ('group_epoch', 35, None),
+        ('assignment_epoch', 35, None),
+        ('assignor_name', 43, None),
+        ('members', 109, _N_ShareGroupDescribeResponse__Member_0),
+        ('authorized_operations', 35, None),
+    ),
+    (),
+    (),
+)
+_N_ShareGroupDescribeResponse_0 = (
+    ShareGroupDescribeResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('groups', 109, _N_ShareGroupDescribeResponse__DescribedGroup_0)),
+    (),
+    (),
+)
+ShareGroupDescribeResponse._LAYOUTS = {0: _N_ShareGroupDescribeResponse_0, 1: _N_ShareGroupDescribeResponse_0}
+
+codec_path.install(ShareGroupDescribeRequest, ShareGroupDescribeResponse)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -524,6 +524,20 @@ ShareGroupHeartbeatRequest._FIELDS = (
 )
 ShareGroupHeartbeatRequest._READERS = {0: _r_ShareGroupHeartbeatRequest_0, 1: _r_ShareGroupHeartbeatRequest_0}
 ShareGroupHeartbeatRequest._WRITERS = {0: _w_ShareGroupHeartbeatRequest_0, 1: _w_ShareGroupHeartbeatRequest_0}
+_N_ShareGroupHeartbeatRequest_0 = (
+    ShareGroupHeartbeatRequest,
+    True,
+    (
+        ('group_id', 43, None),
+        ('member_id', 43, None),
+        ('member_epoch', 35, None),
+        ('rack_id', 59, None),
+        ('subscribed_topic_names', 123, None),
+    ),
+    (),
+    (),
+)
+ShareGroupHeartbeatRequest._LAYOUTS = {0: _N_ShareGroupHeartbeatRequest_0, 1: _N_ShareGroupHeartbeatRequest_0}
 
 _C_Response__TopicPartitions = ShareGroupHeartbeatResponse.TopicPartitions
 _C_Response__Assignment = ShareGroupHeartbeatResponse.Assignment
@@ -592,3 +606,38 @@ ShareGroupHeartbeatResponse._WRITERS = {
     0: _w_ShareGroupHeartbeatResponse_0,
     1: _w_ShareGroupHeartbeatResponse_0,
 }
+_N_ShareGroupHeartbeatResponse__TopicPartitions_0 = (
+    _C_Response__TopicPartitions,
+    True,
+    (('topic_id', 42, None), ('partitions', 99, None)),
+    (),
+    (),
+)
+_N_ShareGroupHeartbeatResponse__Assignment_0 = (
+    _C_Response__Assignment,
+    True,
+    (('topic_partitions', 109, _N_ShareGroupHeartbeatResponse__TopicPartitions_0),),
+    (),
+    (),
+)
+_N_ShareGroupHeartbeatResponse_0 = (
+    ShareGroupHeartbeatResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('member_id', 59, None),
+        ('member_epoch', 35, None),
+        ('heartbeat_interval_ms', 35, None),
+        ('assignment', 61, _N_ShareGroupHeartbeatResponse__Assignment_0),
+    ),
+    (),
+    (),
+)
+ShareGroupHeartbeatResponse._LAYOUTS = {
+    0: _N_ShareGroupHeartbeatResponse_0,
+    1: _N_ShareGroupHeartbeatResponse_0,
+}
+
+codec_path.install(ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse)

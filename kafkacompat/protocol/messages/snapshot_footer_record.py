@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -72,3 +72,7 @@ SnapshotFooterRecord._FIELDS = (
 )
 SnapshotFooterRecord._READERS = {0: _r_SnapshotFooterRecord_0}
 SnapshotFooterRecord._WRITERS = {0: _w_SnapshotFooterRecord_0}
+_N_SnapshotFooterRecord_0 = (SnapshotFooterRecord, True, (('version', 34, None),), (), ())
+SnapshotFooterRecord._LAYOUTS = {0: _N_SnapshotFooterRecord_0}
+
+codec_path.install(SnapshotFooterRecord)

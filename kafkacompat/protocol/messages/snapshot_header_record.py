@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -85,3 +85,13 @@ SnapshotHeaderRecord._FIELDS = (
 )
 SnapshotHeaderRecord._READERS = {0: _r_SnapshotHeaderRecord_0}
 SnapshotHeaderRecord._WRITERS = {0: _w_SnapshotHeaderRecord_0}
+_N_SnapshotHeaderRecord_0 = (
+    SnapshotHeaderRecord,
+    True,
+    (('version', 34, None), ('last_contained_log_timestamp', 36, None)),
+    (),
+    (),
+)
+SnapshotHeaderRecord._LAYOUTS = {0: _N_SnapshotHeaderRecord_0}
+
+codec_path.install(SnapshotHeaderRecord)

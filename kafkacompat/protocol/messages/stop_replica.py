@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1180,6 +1180,121 @@ StopReplicaRequest._WRITERS = {
     3: _w_StopReplicaRequest_3,
     4: _w_StopReplicaRequest_4,
 }
+_N_StopReplicaRequest__StopReplicaPartitionV0_0 = (
+    _C_Request__StopReplicaPartitionV0,
+    False,
+    (('topic_name', 11, None), ('partition_index', 3, None)),
+    (),
+    (),
+)
+_N_StopReplicaRequest__StopReplicaTopicV1_0 = (
+    _C_Request__StopReplicaTopicV1,
+    False,
+    (('name', 11, None), ('partition_indexes', 67, None)),
+    (),
+    (),
+)
+_N_StopReplicaRequest__StopReplicaTopicV1_1 = (
+    _C_Request__StopReplicaTopicV1,
+    True,
+    (('name', 43, None), ('partition_indexes', 99, None)),
+    (),
+    (),
+)
+_N_StopReplicaRequest__StopReplicaPartitionState_0 = (
+    _C_Request__StopReplicaPartitionState,
+    True,
+    (('partition_index', 35, None), ('leader_epoch', 35, None), ('delete_partition', 32, None)),
+    (),
+    (),
+)
+_N_StopReplicaRequest__StopReplicaTopicState_0 = (
+    _C_Request__StopReplicaTopicState,
+    True,
+    (('topic_name', 43, None), ('partition_states', 109, _N_StopReplicaRequest__StopReplicaPartitionState_0)),
+    (),
+    (),
+)
+_N_StopReplicaRequest_0 = (
+    StopReplicaRequest,
+    False,
+    (
+        ('controller_id', 3, None),
+        ('controller_epoch', 3, None),
+        ('delete_partitions', 0, None),
+        ('ungrouped_partitions', 77, _N_StopReplicaRequest__StopReplicaPartitionV0_0),
+    ),
+    (),
+    (
+        ('is_k_raft_controller', 0, False),
+        ('broker_epoch', 0, -1),
+        ('topics', 1, None),
+        ('topic_states', 1, None),
+    ),
+)
+_N_StopReplicaRequest_1 = (
+    StopReplicaRequest,
+    False,
+    (
+        ('controller_id', 3, None),
+        ('controller_epoch', 3, None),
+        ('broker_epoch', 4, None),
+        ('delete_partitions', 0, None),
+        ('topics', 77, _N_StopReplicaRequest__StopReplicaTopicV1_0),
+    ),
+    (),
+    (('is_k_raft_controller', 0, False), ('ungrouped_partitions', 1, None), ('topic_states', 1, None)),
+)
+_N_StopReplicaRequest_2 = (
+    StopReplicaRequest,
+    True,
+    (
+        ('controller_id', 35, None),
+        ('controller_epoch', 35, None),
+        ('broker_epoch', 36, None),
+        ('delete_partitions', 32, None),
+        ('topics', 109, _N_StopReplicaRequest__StopReplicaTopicV1_1),
+    ),
+    (),
+    (('is_k_raft_controller', 0, False), ('ungrouped_partitions', 1, None), ('topic_states', 1, None)),
+)
+_N_StopReplicaRequest_3 = (
+    StopReplicaRequest,
+    True,
+    (
+        ('controller_id', 35, None),
+        ('controller_epoch', 35, None),
+        ('broker_epoch', 36, None),
+        ('topic_states', 109, _N_StopReplicaRequest__StopReplicaTopicState_0),
+    ),
+    (),
+    (
+        ('is_k_raft_controller', 0, False),
+        ('delete_partitions', 0, False),
+        ('ungrouped_partitions', 1, None),
+        ('topics', 1, None),
+    ),
+)
+_N_StopReplicaRequest_4 = (
+    StopReplicaRequest,
+    True,
+    (
+        ('controller_id', 35, None),
+        ('is_k_raft_controller', 32, None),
+        ('controller_epoch', 35, None),
+        ('broker_epoch', 36, None),
+        ('topic_states', 109, _N_StopReplicaRequest__StopReplicaTopicState_0),
+    ),
+    (),
+    (('delete_partitions', 0, False), ('ungrouped_partitions', 1, None), ('topics', 1, None)),
+)
+StopReplicaRequest._LAYOUTS = {
+    0: _N_StopReplicaRequest_0,
+    1: _N_StopReplicaRequest_1,
+    2: _N_StopReplicaRequest_2,
+    3: _N_StopReplicaRequest_3,
+    4: _N_StopReplicaRequest_4,
+}
 
 _C_Response__StopReplicaPartitionError = StopReplicaResponse.StopReplicaPartitionError
 
@@ -1216,3 +1331,43 @@ StopReplicaResponse._WRITERS = {
     3: _w_StopReplicaResponse_1,
     4: _w_StopReplicaResponse_1,
 }
+_N_StopReplicaResponse__StopReplicaPartitionError_0 = (
+    _C_Response__StopReplicaPartitionError,
+    False,
+    (('topic_name', 11, None), ('partition_index', 3, None), ('error_code', 2, None)),
+    (),
+    (),
+)
+_N_StopReplicaResponse__StopReplicaPartitionError_1 = (
+    _C_Response__StopReplicaPartitionError,
+    True,
+    (('topic_name', 43, None), ('partition_index', 35, None), ('error_code', 34, None)),
+    (),
+    (),
+)
+_N_StopReplicaResponse_0 = (
+    StopReplicaResponse,
+    False,
+    (('error_code', 2, None), ('partition_errors', 77, _N_StopReplicaResponse__StopReplicaPartitionError_0)),
+    (),
+    (),
+)
+_N_StopReplicaResponse_1 = (
+    StopReplicaResponse,
+    True,
+    (
+        ('error_code', 34, None),
+        ('partition_errors', 109, _N_StopReplicaResponse__StopReplicaPartitionError_1),
+    ),
+    (),
+    (),
+)
+StopReplicaResponse._LAYOUTS = {
+    0: _N_StopReplicaResponse_0,
+    1: _N_StopReplicaResponse_0,
+    2: _N_StopReplicaResponse_1,
+    3: _N_StopReplicaResponse_1,
+    4: _N_StopReplicaResponse_1,
+}
+
+codec_path.install(StopReplicaRequest, StopReplicaResponse)

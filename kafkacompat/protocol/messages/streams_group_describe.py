@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -4214,6 +4214,28 @@ StreamsGroupDescribeRequest._WRITERS = {
     0: _w_StreamsGroupDescribeRequest_0,
     1: _w_StreamsGroupDescribeRequest_1,
 }
+_N_StreamsGroupDescribeRequest_0 = (
+    StreamsGroupDescribeRequest,
+    True,
+    (('group_ids', 107, None), ('include_authorized_operations', 32, None)),
+    (),
+    (('include_topology_description', 0, False),),
+)
+_N_StreamsGroupDescribeRequest_1 = (
+    StreamsGroupDescribeRequest,
+    True,
+    (
+        ('group_ids', 107, None),
+        ('include_authorized_operations', 32, None),
+        ('include_topology_description', 32, None),
+    ),
+    (),
+    (),
+)
+StreamsGroupDescribeRequest._LAYOUTS = {
+    0: _N_StreamsGroupDescribeRequest_0,
+    1: _N_StreamsGroupDescribeRequest_1,
+}
 
 _C_Response__KeyValue = StreamsGroupDescribeResponse.KeyValue
 _C_Response__TopicInfo = StreamsGroupDescribeResponse.TopicInfo
@@ -4602,3 +4624,198 @@ StreamsGroupDescribeResponse._WRITERS = {
     0: _w_StreamsGroupDescribeResponse_0,
     1: _w_StreamsGroupDescribeResponse_1,
 }
+_N_StreamsGroupDescribeResponse__KeyValue_0 = (
+    _C_Response__KeyValue,
+    True,
+    (('key', 43, None), ('value', 43, None)),
+    (),
+    (),
+)
+_N_StreamsGroupDescribeResponse__TopicInfo_0 = (
+    _C_Response__TopicInfo,
+    True,
+    (
+        ('name', 43, None),
+        ('partitions', 35, None),
+        ('replication_factor', 34, None),
+        ('topic_configs', 109, _N_StreamsGroupDescribeResponse__KeyValue_0),
+    ),
+    (),
+    (),
+)
+_N_StreamsGroupDescribeResponse__Subtopology_0 = (
+    _C_Response__Subtopology,
+    True,
+    (
+        ('subtopology_id', 43, None),
+        ('source_topics', 107, None),
+        ('repartition_sink_topics', 107, None),
+        ('state_changelog_topics', 109, _N_StreamsGroupDescribeResponse__TopicInfo_0),
+        ('repartition_source_topics', 109, _N_StreamsGroupDescribeResponse__TopicInfo_0),
+    ),
+    (),
+    (),
+)
+_N_StreamsGroupDescribeResponse__Topology_0 = (
+    _C_Response__Topology,
+    True,
+    (('epoch', 35, None), ('subtopologies', 125, _N_StreamsGroupDescribeResponse__Subtopology_0)),
+    (),
+    (),
+)
+_N_StreamsGroupDescribeResponse__Endpoint_0 = (
+    _C_Response__Endpoint,
+    True,
+    (('host', 43, None), ('port', 37, None)),
+    (),
+    (),
+)
+_N_StreamsGroupDescribeResponse__TaskOffset_0 = (
+    _C_Response__TaskOffset,
+    True,
+    (('subtopology_id', 43, None), ('partition', 35, None), ('offset', 36, None)),
+    (),
+    (),
+)
+_N_StreamsGroupDescribeResponse__TaskIds_0 = (
+    _C_Response__TaskIds,
+    True,
+    (('subtopology_id', 43, None), ('partitions', 99, None)),
+    (),
+    (),
+)
+_N_StreamsGroupDescribeResponse__Assignment_0 = (
+    _C_Response__Assignment,
+    True,
+    (
+        ('active_tasks', 109, _N_StreamsGroupDescribeResponse__TaskIds_0),
+        ('standby_tasks', 109, _N_StreamsGroupDescribeResponse__TaskIds_0),
+        ('warmup_tasks', 109, _N_StreamsGroupDescribeResponse__TaskIds_0),
+    ),
+    (),
+    (),
+)
+_N_StreamsGroupDescribeResponse__Member_0 = (
+    _C_Response__Member,
+    True,
+    (
+        ('member_id', 43, None),
+        ('member_epoch', 35, None),
+        ('instance_id', 59, None),
+        ('rack_id', 59, None),
+        ('client_id', 43, None),
+        ('client_host', 43, None),
+        ('topology_epoch', 35, None),
+        ('process_id', 43, None),
+        ('user_endpoint', 61, _N_StreamsGroupDescribeResponse__Endpoint_0),
+        ('client_tags', 109, _N_StreamsGroupDescribeResponse__KeyValue_0),
+        ('task_offsets', 109, _N_StreamsGroupDescribeResponse__TaskOffset_0),
+        ('task_end_offsets', 109, _N_StreamsGroupDescribeResponse__TaskOffset_0),
+        ('assignment', 45, _N_StreamsGroupDescribeResponse__Assignment_0),
+        ('target_assignment', 45, _N_StreamsGroupDescribeResponse__Assignment_0),
+        ('is_classic', 32, None),
+    ),
+    (),
+    (),
+)
+_N_StreamsGroupDescribeResponse__TopologyDescriptionNode_0 = (
+    _C_Response__TopologyDescriptionNode,
+    True,
+    (
+        ('name', 43, None),
+        ('node_type', 33, None),
+        ('source_topics', 107, None),
+        ('sink_topic', 59, None),
+        ('stores', 107, None),
+        ('successors', 107, None),
+    ),
+    (),
+    (),
+)
+_N_StreamsGroupDescribeResponse__TopologyDescriptionSubtopology_0 = (
+    _C_Response__TopologyDescriptionSubtopology,
+    True,
+    (
+        ('subtopology_id', 43, None),
+        ('nodes', 109, _N_StreamsGroupDescribeResponse__TopologyDescriptionNode_0),
+    ),
+    (),
+    (),
+)
+_N_StreamsGroupDescribeResponse__TopologyDescriptionGlobalStore_0 = (
+    _C_Response__TopologyDescriptionGlobalStore,
+    True,
+    (
+        ('source', 45, _N_StreamsGroupDescribeResponse__TopologyDescriptionNode_0),
+        ('processor', 45, _N_StreamsGroupDescribeResponse__TopologyDescriptionNode_0),
+    ),
+    (),
+    (),
+)
+_N_StreamsGroupDescribeResponse__TopologyDescription_0 = (
+    _C_Response__TopologyDescription,
+    True,
+    (
+        ('subtopologies', 109, _N_StreamsGroupDescribeResponse__TopologyDescriptionSubtopology_0),
+        ('global_stores', 109, _N_StreamsGroupDescribeResponse__TopologyDescriptionGlobalStore_0),
+    ),
+    (),
+    (),
+)
+_N_StreamsGroupDescribeResponse__DescribedGroup_0 = (
+    _C_Response__DescribedGroup,
+    True,
+    (
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('group_id', 43, None),
+        ('group_state', 43, None),
+        ('group_epoch', 35, None),
+        ('assignment_epoch', 35, None),
+        ('topology', 61, _N_StreamsGroupDescribeResponse__Topology_0),
+        ('members', 109, _N_StreamsGroupDescribeResponse__Member_0),
+        ('authorized_operations', 35, None),
+    ),
+    (),
+    (('topology_description', 0, None), ('topology_description_status', 0, 0), ('assignor_name', 0, None)),
+)
+_N_StreamsGroupDescribeResponse__DescribedGroup_1 = (
+    _C_Response__DescribedGroup,
+    True,
+    (
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('group_id', 43, None),
+        ('group_state', 43, None),
+        ('group_epoch', 35, None),
+        ('assignment_epoch', 35, None),
+        ('topology', 61, _N_StreamsGroupDescribeResponse__Topology_0),
+        ('members', 109, _N_StreamsGroupDescribeResponse__Member_0),
+        ('authorized_operations', 35, None),
+        ('topology_description', 61, _N_StreamsGroupDescribeResponse__TopologyDescription_0),
+        ('topology_description_status', 33, None),
+        ('assignor_name', 59, None),
+    ),
+    (),
+    (),
+)
+_N_StreamsGroupDescribeResponse_0 = (
+    StreamsGroupDescribeResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('groups', 109, _N_StreamsGroupDescribeResponse__DescribedGroup_0)),
+    (),
+    (),
+)
+_N_StreamsGroupDescribeResponse_1 = (
+    StreamsGroupDescribeResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('groups', 109, _N_StreamsGroupDescribeResponse__DescribedGroup_1)),
+    (),
+    (),
+)
+StreamsGroupDescribeResponse._LAYOUTS = {
+    0: _N_StreamsGroupDescribeResponse_0,
+    1: _N_StreamsGroupDescribeResponse_1,
+}
+
+codec_path.install(StreamsGroupDescribeRequest, StreamsGroupDescribeResponse)

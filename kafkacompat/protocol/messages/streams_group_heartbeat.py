@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -3285,6 +3285,104 @@ StreamsGroupHeartbeatRequest._WRITERS = {
     0: _w_StreamsGroupHeartbeatRequest_0,
     1: _w_StreamsGroupHeartbeatRequest_0,
 }
+_N_StreamsGroupHeartbeatRequest__KeyValue_0 = (
+    _C_Request__KeyValue,
+    True,
+    (('key', 43, None), ('value', 43, None)),
+    (),
+    (),
+)
+_N_StreamsGroupHeartbeatRequest__TopicInfo_0 = (
+    _C_Request__TopicInfo,
+    True,
+    (
+        ('name', 43, None),
+        ('partitions', 35, None),
+        ('replication_factor', 34, None),
+        ('topic_configs', 109, _N_StreamsGroupHeartbeatRequest__KeyValue_0),
+    ),
+    (),
+    (),
+)
+_N_StreamsGroupHeartbeatRequest__CopartitionGroup_0 = (
+    _C_Request__CopartitionGroup,
+    True,
+    (('source_topics', 98, None), ('source_topic_regex', 98, None), ('repartition_source_topics', 98, None)),
+    (),
+    (),
+)
+_N_StreamsGroupHeartbeatRequest__Subtopology_0 = (
+    _C_Request__Subtopology,
+    True,
+    (
+        ('subtopology_id', 43, None),
+        ('source_topics', 107, None),
+        ('source_topic_regex', 107, None),
+        ('state_changelog_topics', 109, _N_StreamsGroupHeartbeatRequest__TopicInfo_0),
+        ('repartition_sink_topics', 107, None),
+        ('repartition_source_topics', 109, _N_StreamsGroupHeartbeatRequest__TopicInfo_0),
+        ('copartition_groups', 109, _N_StreamsGroupHeartbeatRequest__CopartitionGroup_0),
+    ),
+    (),
+    (),
+)
+_N_StreamsGroupHeartbeatRequest__Topology_0 = (
+    _C_Request__Topology,
+    True,
+    (('epoch', 35, None), ('subtopologies', 109, _N_StreamsGroupHeartbeatRequest__Subtopology_0)),
+    (),
+    (),
+)
+_N_StreamsGroupHeartbeatRequest__TaskIds_0 = (
+    _C_Request__TaskIds,
+    True,
+    (('subtopology_id', 43, None), ('partitions', 99, None)),
+    (),
+    (),
+)
+_N_StreamsGroupHeartbeatRequest__Endpoint_0 = (
+    _C_Request__Endpoint,
+    True,
+    (('host', 43, None), ('port', 37, None)),
+    (),
+    (),
+)
+_N_StreamsGroupHeartbeatRequest__TaskOffset_0 = (
+    _C_Request__TaskOffset,
+    True,
+    (('subtopology_id', 43, None), ('partition', 35, None), ('offset', 36, None)),
+    (),
+    (),
+)
+_N_StreamsGroupHeartbeatRequest_0 = (
+    StreamsGroupHeartbeatRequest,
+    True,
+    (
+        ('group_id', 43, None),
+        ('member_id', 43, None),
+        ('member_epoch', 35, None),
+        ('endpoint_information_epoch', 35, None),
+        ('instance_id', 59, None),
+        ('rack_id', 59, None),
+        ('rebalance_timeout_ms', 35, None),
+        ('topology', 61, _N_StreamsGroupHeartbeatRequest__Topology_0),
+        ('active_tasks', 125, _N_StreamsGroupHeartbeatRequest__TaskIds_0),
+        ('standby_tasks', 125, _N_StreamsGroupHeartbeatRequest__TaskIds_0),
+        ('warmup_tasks', 125, _N_StreamsGroupHeartbeatRequest__TaskIds_0),
+        ('process_id', 59, None),
+        ('user_endpoint', 61, _N_StreamsGroupHeartbeatRequest__Endpoint_0),
+        ('client_tags', 125, _N_StreamsGroupHeartbeatRequest__KeyValue_0),
+        ('task_offsets', 125, _N_StreamsGroupHeartbeatRequest__TaskOffset_0),
+        ('task_end_offsets', 125, _N_StreamsGroupHeartbeatRequest__TaskOffset_0),
+        ('shutdown_application', 32, None),
+    ),
+    (),
+    (),
+)
+StreamsGroupHeartbeatRequest._LAYOUTS = {
+    0: _N_StreamsGroupHeartbeatRequest_0,
+    1: _N_StreamsGroupHeartbeatRequest_0,
+}
 
 _C_Response__Status = StreamsGroupHeartbeatResponse.Status
 _C_Response__TaskIds = StreamsGroupHeartbeatResponse.TaskIds
@@ -3459,3 +3557,93 @@ StreamsGroupHeartbeatResponse._WRITERS = {
     0: _w_StreamsGroupHeartbeatResponse_0,
     1: _w_StreamsGroupHeartbeatResponse_1,
 }
+_N_StreamsGroupHeartbeatResponse__Status_0 = (
+    _C_Response__Status,
+    True,
+    (('status_code', 33, None), ('status_detail', 43, None)),
+    (),
+    (),
+)
+_N_StreamsGroupHeartbeatResponse__TaskIds_0 = (
+    _C_Response__TaskIds,
+    True,
+    (('subtopology_id', 43, None), ('partitions', 99, None)),
+    (),
+    (),
+)
+_N_StreamsGroupHeartbeatResponse__Endpoint_0 = (
+    _C_Response__Endpoint,
+    True,
+    (('host', 43, None), ('port', 37, None)),
+    (),
+    (),
+)
+_N_StreamsGroupHeartbeatResponse__TopicPartition_0 = (
+    _C_Response__TopicPartition,
+    True,
+    (('topic', 43, None), ('partitions', 99, None)),
+    (),
+    (),
+)
+_N_StreamsGroupHeartbeatResponse__EndpointToPartitions_0 = (
+    _C_Response__EndpointToPartitions,
+    True,
+    (
+        ('user_endpoint', 45, _N_StreamsGroupHeartbeatResponse__Endpoint_0),
+        ('active_partitions', 109, _N_StreamsGroupHeartbeatResponse__TopicPartition_0),
+        ('standby_partitions', 109, _N_StreamsGroupHeartbeatResponse__TopicPartition_0),
+    ),
+    (),
+    (),
+)
+_N_StreamsGroupHeartbeatResponse_0 = (
+    StreamsGroupHeartbeatResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('member_id', 43, None),
+        ('member_epoch', 35, None),
+        ('heartbeat_interval_ms', 35, None),
+        ('acceptable_recovery_lag_legacy', 35, None),
+        ('task_offset_interval_ms', 35, None),
+        ('status', 125, _N_StreamsGroupHeartbeatResponse__Status_0),
+        ('active_tasks', 125, _N_StreamsGroupHeartbeatResponse__TaskIds_0),
+        ('standby_tasks', 125, _N_StreamsGroupHeartbeatResponse__TaskIds_0),
+        ('warmup_tasks', 125, _N_StreamsGroupHeartbeatResponse__TaskIds_0),
+        ('endpoint_information_epoch', 35, None),
+        ('partitions_by_user_endpoint', 125, _N_StreamsGroupHeartbeatResponse__EndpointToPartitions_0),
+    ),
+    (),
+    (('acceptable_recovery_lag', 0, -1), ('topology_description_required', 0, False)),
+)
+_N_StreamsGroupHeartbeatResponse_1 = (
+    StreamsGroupHeartbeatResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('member_id', 43, None),
+        ('member_epoch', 35, None),
+        ('heartbeat_interval_ms', 35, None),
+        ('task_offset_interval_ms', 35, None),
+        ('acceptable_recovery_lag', 36, None),
+        ('status', 125, _N_StreamsGroupHeartbeatResponse__Status_0),
+        ('active_tasks', 125, _N_StreamsGroupHeartbeatResponse__TaskIds_0),
+        ('standby_tasks', 125, _N_StreamsGroupHeartbeatResponse__TaskIds_0),
+        ('warmup_tasks', 125, _N_StreamsGroupHeartbeatResponse__TaskIds_0),
+        ('topology_description_required', 32, None),
+        ('endpoint_information_epoch', 35, None),
+        ('partitions_by_user_endpoint', 125, _N_StreamsGroupHeartbeatResponse__EndpointToPartitions_0),
+    ),
+    (),
+    (('acceptable_recovery_lag_legacy', 0, 0),),
+)
+StreamsGroupHeartbeatResponse._LAYOUTS = {
+    0: _N_StreamsGroupHeartbeatResponse_0,
+    1: _N_StreamsGroupHeartbeatResponse_1,
+}
+
+codec_path.install(StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse)

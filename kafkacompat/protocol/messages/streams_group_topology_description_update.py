@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1034,6 +1034,71 @@ _C_Request__TopologyDescription._FIELDS = (
 )
 StreamsGroupTopologyDescriptionUpdateRequest._READERS = {0: _r_StreamsGroupTopologyDescriptionUpdateRequest_0}
 StreamsGroupTopologyDescriptionUpdateRequest._WRITERS = {0: _w_StreamsGroupTopologyDescriptionUpdateRequest_0}
+_N_StreamsGroupTopologyDescriptionUpdateRequest__TopologyDescriptionNode_0 = (
+    _C_Request__TopologyDescriptionNode,
+    True,
+    (
+        ('name', 43, None),
+        ('node_type', 33, None),
+        ('source_topics', 107, None),
+        ('sink_topic', 59, None),
+        ('stores', 107, None),
+        ('successors', 107, None),
+    ),
+    (),
+    (),
+)
+_N_StreamsGroupTopologyDescriptionUpdateRequest__TopologyDescriptionSubtopology_0 = (
+    _C_Request__TopologyDescriptionSubtopology,
+    True,
+    (
+        ('subtopology_id', 43, None),
+        ('nodes', 109, _N_StreamsGroupTopologyDescriptionUpdateRequest__TopologyDescriptionNode_0),
+    ),
+    (),
+    (),
+)
+_N_StreamsGroupTopologyDescriptionUpdateRequest__TopologyDescriptionGlobalStore_0 = (
+    _C_Request__TopologyDescriptionGlobalStore,
+    True,
+    (
+        ('source', 45, _N_StreamsGroupTopologyDescriptionUpdateRequest__TopologyDescriptionNode_0),
+        ('processor', 45, _N_StreamsGroupTopologyDescriptionUpdateRequest__TopologyDescriptionNode_0),
+    ),
+    (),
+    (),
+)
+_N_StreamsGroupTopologyDescriptionUpdateRequest__TopologyDescription_0 = (
+    _C_Request__TopologyDescription,
+    True,
+    (
+        (
+            'subtopologies',
+            109,
+            _N_StreamsGroupTopologyDescriptionUpdateRequest__TopologyDescriptionSubtopology_0,
+        ),
+        (
+            'global_stores',
+            109,
+            _N_StreamsGroupTopologyDescriptionUpdateRequest__TopologyDescriptionGlobalStore_0,
+        ),
+    ),
+    (),
+    (),
+)
+_N_StreamsGroupTopologyDescriptionUpdateRequest_0 = (
+    StreamsGroupTopologyDescriptionUpdateRequest,
+    True,
+    (
+        ('group_id', 43, None),
+        ('member_id', 43, None),
+        ('topology_epoch', 35, None),
+        ('topology_description', 45, _N_StreamsGroupTopologyDescriptionUpdateRequest__TopologyDescription_0),
+    ),
+    (),
+    (),
+)
+StreamsGroupTopologyDescriptionUpdateRequest._LAYOUTS = {0: _N_StreamsGroupTopologyDescriptionUpdateRequest_0}
 
 
 StreamsGroupTopologyDescriptionUpdateResponse._FIELDS = (
@@ -1056,4 +1121,19 @@ StreamsGroupTopologyDescriptionUpdateResponse._READERS = (
 )
 StreamsGroupTopologyDescriptionUpdateResponse._WRITERS = (
     {0: _w_StreamsGroupTopologyDescriptionUpdateResponse_0}
+)
+_N_StreamsGroupTopologyDescriptionUpdateResponse_0 = (
+    StreamsGroupTopologyDescriptionUpdateResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('error_code', 34, None), ('error_message', 59, None)),
+    (),
+    (),
+)
+StreamsGroupTopologyDescriptionUpdateResponse._LAYOUTS = (
+    {0: _N_StreamsGroupTopologyDescriptionUpdateResponse_0}
+)
+
+codec_path.install(
+    StreamsGroupTopologyDescriptionUpdateRequest,
+    StreamsGroupTopologyDescriptionUpdateResponse,
 )

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -955,6 +955,81 @@ SyncGroupRequest._WRITERS = {
     4: _w_SyncGroupRequest_2,
     5: _w_SyncGroupRequest_3,
 }
+_N_SyncGroupRequest__SyncGroupRequestAssignment_0 = (
+    _C_Request__SyncGroupRequestAssignment,
+    False,
+    (('member_id', 11, None), ('assignment', 12, None)),
+    (),
+    (),
+)
+_N_SyncGroupRequest__SyncGroupRequestAssignment_1 = (
+    _C_Request__SyncGroupRequestAssignment,
+    True,
+    (('member_id', 43, None), ('assignment', 44, None)),
+    (),
+    (),
+)
+_N_SyncGroupRequest_0 = (
+    SyncGroupRequest,
+    False,
+    (
+        ('group_id', 11, None),
+        ('generation_id', 3, None),
+        ('member_id', 11, None),
+        ('assignments', 77, _N_SyncGroupRequest__SyncGroupRequestAssignment_0),
+    ),
+    (),
+    (('group_instance_id', 0, None), ('protocol_type', 0, None), ('protocol_name', 0, None)),
+)
+_N_SyncGroupRequest_1 = (
+    SyncGroupRequest,
+    False,
+    (
+        ('group_id', 11, None),
+        ('generation_id', 3, None),
+        ('member_id', 11, None),
+        ('group_instance_id', 27, None),
+        ('assignments', 77, _N_SyncGroupRequest__SyncGroupRequestAssignment_0),
+    ),
+    (),
+    (('protocol_type', 0, None), ('protocol_name', 0, None)),
+)
+_N_SyncGroupRequest_2 = (
+    SyncGroupRequest,
+    True,
+    (
+        ('group_id', 43, None),
+        ('generation_id', 35, None),
+        ('member_id', 43, None),
+        ('group_instance_id', 59, None),
+        ('assignments', 109, _N_SyncGroupRequest__SyncGroupRequestAssignment_1),
+    ),
+    (),
+    (('protocol_type', 0, None), ('protocol_name', 0, None)),
+)
+_N_SyncGroupRequest_3 = (
+    SyncGroupRequest,
+    True,
+    (
+        ('group_id', 43, None),
+        ('generation_id', 35, None),
+        ('member_id', 43, None),
+        ('group_instance_id', 59, None),
+        ('protocol_type', 59, None),
+        ('protocol_name', 59, None),
+        ('assignments', 109, _N_SyncGroupRequest__SyncGroupRequestAssignment_1),
+    ),
+    (),
+    (),
+)
+SyncGroupRequest._LAYOUTS = {
+    0: _N_SyncGroupRequest_0,
+    1: _N_SyncGroupRequest_0,
+    2: _N_SyncGroupRequest_0,
+    3: _N_SyncGroupRequest_1,
+    4: _N_SyncGroupRequest_2,
+    5: _N_SyncGroupRequest_3,
+}
 
 
 SyncGroupResponse._FIELDS = (
@@ -1000,3 +1075,47 @@ SyncGroupResponse._WRITERS = {
     4: _w_SyncGroupResponse_2,
     5: _w_SyncGroupResponse_3,
 }
+_N_SyncGroupResponse_0 = (
+    SyncGroupResponse,
+    False,
+    (('error_code', 2, None), ('assignment', 12, None)),
+    (),
+    (('throttle_time_ms', 0, 0), ('protocol_type', 0, None), ('protocol_name', 0, None)),
+)
+_N_SyncGroupResponse_1 = (
+    SyncGroupResponse,
+    False,
+    (('throttle_time_ms', 3, None), ('error_code', 2, None), ('assignment', 12, None)),
+    (),
+    (('protocol_type', 0, None), ('protocol_name', 0, None)),
+)
+_N_SyncGroupResponse_2 = (
+    SyncGroupResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('error_code', 34, None), ('assignment', 44, None)),
+    (),
+    (('protocol_type', 0, None), ('protocol_name', 0, None)),
+)
+_N_SyncGroupResponse_3 = (
+    SyncGroupResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('protocol_type', 59, None),
+        ('protocol_name', 59, None),
+        ('assignment', 44, None),
+    ),
+    (),
+    (),
+)
+SyncGroupResponse._LAYOUTS = {
+    0: _N_SyncGroupResponse_0,
+    1: _N_SyncGroupResponse_1,
+    2: _N_SyncGroupResponse_1,
+    3: _N_SyncGroupResponse_1,
+    4: _N_SyncGroupResponse_2,
+    5: _N_SyncGroupResponse_3,
+}
+
+codec_path.install(SyncGroupRequest, SyncGroupResponse)

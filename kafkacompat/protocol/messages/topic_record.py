@@ -5,7 +5,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -105,3 +105,7 @@ TopicRecord._FIELDS = (
 )
 TopicRecord._READERS = {0: _r_TopicRecord_0}
 TopicRecord._WRITERS = {0: _w_TopicRecord_0}
+_N_TopicRecord_0 = (TopicRecord, True, (('name', 43, None), ('topic_id', 42, None)), (), ())
+TopicRecord._LAYOUTS = {0: _N_TopicRecord_0}
+
+codec_path.install(TopicRecord)

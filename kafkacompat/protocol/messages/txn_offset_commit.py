@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldAlias, FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1576,6 +1576,135 @@ TxnOffsetCommitRequest._WRITERS = {
     5: _w_TxnOffsetCommitRequest_2,
     6: _w_TxnOffsetCommitRequest_3,
 }
+_N_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_0 = (
+    _C_Request__TxnOffsetCommitRequestPartition,
+    False,
+    (('partition_index', 3, None), ('committed_offset', 4, None), ('committed_metadata', 27, None)),
+    (),
+    (('committed_leader_epoch', 0, -1),),
+)
+_N_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_1 = (
+    _C_Request__TxnOffsetCommitRequestPartition,
+    False,
+    (
+        ('partition_index', 3, None),
+        ('committed_offset', 4, None),
+        ('committed_leader_epoch', 3, None),
+        ('committed_metadata', 27, None),
+    ),
+    (),
+    (),
+)
+_N_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_2 = (
+    _C_Request__TxnOffsetCommitRequestPartition,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('committed_offset', 36, None),
+        ('committed_leader_epoch', 35, None),
+        ('committed_metadata', 59, None),
+    ),
+    (),
+    (),
+)
+_N_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_0 = (
+    _C_Request__TxnOffsetCommitRequestTopic,
+    False,
+    (('name', 11, None), ('partitions', 77, _N_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_0)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_1 = (
+    _C_Request__TxnOffsetCommitRequestTopic,
+    False,
+    (('name', 11, None), ('partitions', 77, _N_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_1)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_2 = (
+    _C_Request__TxnOffsetCommitRequestTopic,
+    True,
+    (('name', 43, None), ('partitions', 109, _N_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_2)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_3 = (
+    _C_Request__TxnOffsetCommitRequestTopic,
+    True,
+    (
+        ('topic_id', 42, None),
+        ('partitions', 109, _N_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_2),
+    ),
+    (),
+    (('name', 0, ""),),
+)
+_N_TxnOffsetCommitRequest_0 = (
+    TxnOffsetCommitRequest,
+    False,
+    (
+        ('transactional_id', 11, None),
+        ('group_id', 11, None),
+        ('producer_id', 4, None),
+        ('producer_epoch', 2, None),
+        ('topics', 77, _N_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_0),
+    ),
+    (),
+    (('generation_id_or_member_epoch', 0, -1), ('member_id', 0, ''), ('group_instance_id', 0, None)),
+)
+_N_TxnOffsetCommitRequest_1 = (
+    TxnOffsetCommitRequest,
+    False,
+    (
+        ('transactional_id', 11, None),
+        ('group_id', 11, None),
+        ('producer_id', 4, None),
+        ('producer_epoch', 2, None),
+        ('topics', 77, _N_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_1),
+    ),
+    (),
+    (('generation_id_or_member_epoch', 0, -1), ('member_id', 0, ''), ('group_instance_id', 0, None)),
+)
+_N_TxnOffsetCommitRequest_2 = (
+    TxnOffsetCommitRequest,
+    True,
+    (
+        ('transactional_id', 43, None),
+        ('group_id', 43, None),
+        ('producer_id', 36, None),
+        ('producer_epoch', 34, None),
+        ('generation_id_or_member_epoch', 35, None),
+        ('member_id', 43, None),
+        ('group_instance_id', 59, None),
+        ('topics', 109, _N_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_2),
+    ),
+    (),
+    (),
+)
+_N_TxnOffsetCommitRequest_3 = (
+    TxnOffsetCommitRequest,
+    True,
+    (
+        ('transactional_id', 43, None),
+        ('group_id', 43, None),
+        ('producer_id', 36, None),
+        ('producer_epoch', 34, None),
+        ('generation_id_or_member_epoch', 35, None),
+        ('member_id', 43, None),
+        ('group_instance_id', 59, None),
+        ('topics', 109, _N_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_3),
+    ),
+    (),
+    (),
+)
+TxnOffsetCommitRequest._LAYOUTS = {
+    0: _N_TxnOffsetCommitRequest_0,
+    1: _N_TxnOffsetCommitRequest_0,
+    2: _N_TxnOffsetCommitRequest_1,
+    3: _N_TxnOffsetCommitRequest_2,
+    4: _N_TxnOffsetCommitRequest_2,
+    5: _N_TxnOffsetCommitRequest_2,
+    6: _N_TxnOffsetCommitRequest_3,
+}
 
 _C_Response__TxnOffsetCommitResponsePartition = TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition
 _C_Response__TxnOffsetCommitResponseTopic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
@@ -1631,3 +1760,82 @@ TxnOffsetCommitResponse._WRITERS = {
     5: _w_TxnOffsetCommitResponse_1,
     6: _w_TxnOffsetCommitResponse_2,
 }
+_N_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition_0 = (
+    _C_Response__TxnOffsetCommitResponsePartition,
+    False,
+    (('partition_index', 3, None), ('error_code', 2, None)),
+    (),
+    (),
+)
+_N_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition_1 = (
+    _C_Response__TxnOffsetCommitResponsePartition,
+    True,
+    (('partition_index', 35, None), ('error_code', 34, None)),
+    (),
+    (),
+)
+_N_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_0 = (
+    _C_Response__TxnOffsetCommitResponseTopic,
+    False,
+    (('name', 11, None), ('partitions', 77, _N_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition_0)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_1 = (
+    _C_Response__TxnOffsetCommitResponseTopic,
+    True,
+    (('name', 43, None), ('partitions', 109, _N_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition_1)),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_2 = (
+    _C_Response__TxnOffsetCommitResponseTopic,
+    True,
+    (
+        ('topic_id', 42, None),
+        ('partitions', 109, _N_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition_1),
+    ),
+    (),
+    (('name', 0, ""),),
+)
+_N_TxnOffsetCommitResponse_0 = (
+    TxnOffsetCommitResponse,
+    False,
+    (
+        ('throttle_time_ms', 3, None),
+        ('topics', 77, _N_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_0),
+    ),
+    (),
+    (),
+)
+_N_TxnOffsetCommitResponse_1 = (
+    TxnOffsetCommitResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('topics', 109, _N_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_1),
+    ),
+    (),
+    (),
+)
+_N_TxnOffsetCommitResponse_2 = (
+    TxnOffsetCommitResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('topics', 109, _N_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_2),
+    ),
+    (),
+    (),
+)
+TxnOffsetCommitResponse._LAYOUTS = {
+    0: _N_TxnOffsetCommitResponse_0,
+    1: _N_TxnOffsetCommitResponse_0,
+    2: _N_TxnOffsetCommitResponse_0,
+    3: _N_TxnOffsetCommitResponse_1,
+    4: _N_TxnOffsetCommitResponse_1,
+    5: _N_TxnOffsetCommitResponse_1,
+    6: _N_TxnOffsetCommitResponse_2,
+}
+
+codec_path.install(TxnOffsetCommitRequest, TxnOffsetCommitResponse)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -76,3 +76,7 @@ UnfenceBrokerRecord._FIELDS = (
 )
 UnfenceBrokerRecord._READERS = {0: _r_UnfenceBrokerRecord_0}
 UnfenceBrokerRecord._WRITERS = {0: _w_UnfenceBrokerRecord_0}
+_N_UnfenceBrokerRecord_0 = (UnfenceBrokerRecord, True, (('id', 35, None), ('epoch', 36, None)), (), ())
+UnfenceBrokerRecord._LAYOUTS = {0: _N_UnfenceBrokerRecord_0}
+
+codec_path.install(UnfenceBrokerRecord)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
@@ -159,6 +159,8 @@ UnregisterBrokerRequest._FIELDS = (
 )
 UnregisterBrokerRequest._READERS = {0: _r_UnregisterBrokerRequest_0}
 UnregisterBrokerRequest._WRITERS = {0: _w_UnregisterBrokerRequest_0}
+_N_UnregisterBrokerRequest_0 = (UnregisterBrokerRequest, True, (('broker_id', 35, None),), (), ())
+UnregisterBrokerRequest._LAYOUTS = {0: _N_UnregisterBrokerRequest_0}
 
 
 UnregisterBrokerResponse._FIELDS = (
@@ -178,3 +180,13 @@ UnregisterBrokerResponse._FIELDS = (
 )
 UnregisterBrokerResponse._READERS = {0: _r_UnregisterBrokerResponse_0}
 UnregisterBrokerResponse._WRITERS = {0: _w_UnregisterBrokerResponse_0}
+_N_UnregisterBrokerResponse_0 = (
+    UnregisterBrokerResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('error_code', 34, None), ('error_message', 59, None)),
+    (),
+    (),
+)
+UnregisterBrokerResponse._LAYOUTS = {0: _N_UnregisterBrokerResponse_0}
+
+codec_path.install(UnregisterBrokerRequest, UnregisterBrokerResponse)

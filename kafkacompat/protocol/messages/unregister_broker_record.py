@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -76,3 +76,13 @@ UnregisterBrokerRecord._FIELDS = (
 )
 UnregisterBrokerRecord._READERS = {0: _r_UnregisterBrokerRecord_0}
 UnregisterBrokerRecord._WRITERS = {0: _w_UnregisterBrokerRecord_0}
+_N_UnregisterBrokerRecord_0 = (
+    UnregisterBrokerRecord,
+    True,
+    (('broker_id', 35, None), ('broker_epoch', 36, None)),
+    (),
+    (),
+)
+UnregisterBrokerRecord._LAYOUTS = {0: _N_UnregisterBrokerRecord_0}
+
+codec_path.install(UnregisterBrokerRecord)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
@@ -159,6 +159,8 @@ UnregisterControllerRequest._FIELDS = (
 )
 UnregisterControllerRequest._READERS = {0: _r_UnregisterControllerRequest_0}
 UnregisterControllerRequest._WRITERS = {0: _w_UnregisterControllerRequest_0}
+_N_UnregisterControllerRequest_0 = (UnregisterControllerRequest, True, (('controller_id', 35, None),), (), ())
+UnregisterControllerRequest._LAYOUTS = {0: _N_UnregisterControllerRequest_0}
 
 
 UnregisterControllerResponse._FIELDS = (
@@ -178,3 +180,13 @@ UnregisterControllerResponse._FIELDS = (
 )
 UnregisterControllerResponse._READERS = {0: _r_UnregisterControllerResponse_0}
 UnregisterControllerResponse._WRITERS = {0: _w_UnregisterControllerResponse_0}
+_N_UnregisterControllerResponse_0 = (
+    UnregisterControllerResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('error_code', 34, None), ('error_message', 59, None)),
+    (),
+    (),
+)
+UnregisterControllerResponse._LAYOUTS = {0: _N_UnregisterControllerResponse_0}
+
+codec_path.install(UnregisterControllerRequest, UnregisterControllerResponse)

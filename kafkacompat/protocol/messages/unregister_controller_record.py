@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -73,3 +73,7 @@ UnregisterControllerRecord._FIELDS = (
 )
 UnregisterControllerRecord._READERS = {0: _r_UnregisterControllerRecord_0}
 UnregisterControllerRecord._WRITERS = {0: _w_UnregisterControllerRecord_0}
+_N_UnregisterControllerRecord_0 = (UnregisterControllerRecord, True, (('controller_id', 35, None),), (), ())
+UnregisterControllerRecord._LAYOUTS = {0: _N_UnregisterControllerRecord_0}
+
+codec_path.install(UnregisterControllerRecord)

@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -601,6 +601,43 @@ UpdateFeaturesRequest._WRITERS = {
     1: _w_UpdateFeaturesRequest_1,
     2: _w_UpdateFeaturesRequest_1,
 }
+_N_UpdateFeaturesRequest__FeatureUpdateKey_0 = (
+    _C_Request__FeatureUpdateKey,
+    True,
+    (('feature', 43, None), ('max_version_level', 34, None), ('allow_downgrade', 32, None)),
+    (),
+    (('upgrade_type', 0, 1),),
+)
+_N_UpdateFeaturesRequest__FeatureUpdateKey_1 = (
+    _C_Request__FeatureUpdateKey,
+    True,
+    (('feature', 43, None), ('max_version_level', 34, None), ('upgrade_type', 33, None)),
+    (),
+    (('allow_downgrade', 0, False),),
+)
+_N_UpdateFeaturesRequest_0 = (
+    UpdateFeaturesRequest,
+    True,
+    (('timeout_ms', 35, None), ('feature_updates', 237, _N_UpdateFeaturesRequest__FeatureUpdateKey_0)),
+    (),
+    (('validate_only', 0, False),),
+)
+_N_UpdateFeaturesRequest_1 = (
+    UpdateFeaturesRequest,
+    True,
+    (
+        ('timeout_ms', 35, None),
+        ('feature_updates', 237, _N_UpdateFeaturesRequest__FeatureUpdateKey_1),
+        ('validate_only', 32, None),
+    ),
+    (),
+    (),
+)
+UpdateFeaturesRequest._LAYOUTS = {
+    0: _N_UpdateFeaturesRequest_0,
+    1: _N_UpdateFeaturesRequest_1,
+    2: _N_UpdateFeaturesRequest_1,
+}
 
 _C_Response__UpdatableFeatureResult = UpdateFeaturesResponse.UpdatableFeatureResult
 
@@ -655,3 +692,36 @@ UpdateFeaturesResponse._WRITERS = {
     1: _w_UpdateFeaturesResponse_0,
     2: _w_UpdateFeaturesResponse_1,
 }
+_N_UpdateFeaturesResponse__UpdatableFeatureResult_0 = (
+    _C_Response__UpdatableFeatureResult,
+    True,
+    (('feature', 43, None), ('error_code', 34, None), ('error_message', 59, None)),
+    (),
+    (),
+)
+_N_UpdateFeaturesResponse_0 = (
+    UpdateFeaturesResponse,
+    True,
+    (
+        ('throttle_time_ms', 35, None),
+        ('error_code', 34, None),
+        ('error_message', 59, None),
+        ('results', 237, _N_UpdateFeaturesResponse__UpdatableFeatureResult_0),
+    ),
+    (),
+    (),
+)
+_N_UpdateFeaturesResponse_1 = (
+    UpdateFeaturesResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('error_code', 34, None), ('error_message', 59, None)),
+    (),
+    (('results', 2, None),),
+)
+UpdateFeaturesResponse._LAYOUTS = {
+    0: _N_UpdateFeaturesResponse_0,
+    1: _N_UpdateFeaturesResponse_0,
+    2: _N_UpdateFeaturesResponse_1,
+}
+
+codec_path.install(UpdateFeaturesRequest, UpdateFeaturesResponse)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -2908,6 +2908,294 @@ UpdateMetadataRequest._WRITERS = {
     7: _w_UpdateMetadataRequest_7,
     8: _w_UpdateMetadataRequest_8,
 }
+_N_UpdateMetadataRequest__UpdateMetadataPartitionState_0 = (
+    _C_Request__UpdateMetadataPartitionState,
+    False,
+    (
+        ('topic_name', 11, None),
+        ('partition_index', 3, None),
+        ('controller_epoch', 3, None),
+        ('leader', 3, None),
+        ('leader_epoch', 3, None),
+        ('isr', 67, None),
+        ('zk_version', 3, None),
+        ('replicas', 67, None),
+    ),
+    (),
+    (('offline_replicas', 1, None),),
+)
+_N_UpdateMetadataRequest__UpdateMetadataPartitionState_1 = (
+    _C_Request__UpdateMetadataPartitionState,
+    False,
+    (
+        ('topic_name', 11, None),
+        ('partition_index', 3, None),
+        ('controller_epoch', 3, None),
+        ('leader', 3, None),
+        ('leader_epoch', 3, None),
+        ('isr', 67, None),
+        ('zk_version', 3, None),
+        ('replicas', 67, None),
+        ('offline_replicas', 67, None),
+    ),
+    (),
+    (),
+)
+_N_UpdateMetadataRequest__UpdateMetadataPartitionState_2 = (
+    _C_Request__UpdateMetadataPartitionState,
+    False,
+    (
+        ('partition_index', 3, None),
+        ('controller_epoch', 3, None),
+        ('leader', 3, None),
+        ('leader_epoch', 3, None),
+        ('isr', 67, None),
+        ('zk_version', 3, None),
+        ('replicas', 67, None),
+        ('offline_replicas', 67, None),
+    ),
+    (),
+    (('topic_name', 0, ""),),
+)
+_N_UpdateMetadataRequest__UpdateMetadataPartitionState_3 = (
+    _C_Request__UpdateMetadataPartitionState,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('controller_epoch', 35, None),
+        ('leader', 35, None),
+        ('leader_epoch', 35, None),
+        ('isr', 99, None),
+        ('zk_version', 35, None),
+        ('replicas', 99, None),
+        ('offline_replicas', 99, None),
+    ),
+    (),
+    (('topic_name', 0, ""),),
+)
+_N_UpdateMetadataRequest__UpdateMetadataTopicState_0 = (
+    _C_Request__UpdateMetadataTopicState,
+    False,
+    (
+        ('topic_name', 11, None),
+        ('partition_states', 77, _N_UpdateMetadataRequest__UpdateMetadataPartitionState_2),
+    ),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_UpdateMetadataRequest__UpdateMetadataTopicState_1 = (
+    _C_Request__UpdateMetadataTopicState,
+    True,
+    (
+        ('topic_name', 43, None),
+        ('partition_states', 109, _N_UpdateMetadataRequest__UpdateMetadataPartitionState_3),
+    ),
+    (),
+    (('topic_id', 4, None),),
+)
+_N_UpdateMetadataRequest__UpdateMetadataTopicState_2 = (
+    _C_Request__UpdateMetadataTopicState,
+    True,
+    (
+        ('topic_name', 43, None),
+        ('topic_id', 42, None),
+        ('partition_states', 109, _N_UpdateMetadataRequest__UpdateMetadataPartitionState_3),
+    ),
+    (),
+    (),
+)
+_N_UpdateMetadataRequest__UpdateMetadataEndpoint_0 = (
+    _C_Request__UpdateMetadataEndpoint,
+    False,
+    (('port', 3, None), ('host', 11, None), ('security_protocol', 2, None)),
+    (),
+    (('listener', 0, ""),),
+)
+_N_UpdateMetadataRequest__UpdateMetadataEndpoint_1 = (
+    _C_Request__UpdateMetadataEndpoint,
+    False,
+    (('port', 3, None), ('host', 11, None), ('listener', 11, None), ('security_protocol', 2, None)),
+    (),
+    (),
+)
+_N_UpdateMetadataRequest__UpdateMetadataEndpoint_2 = (
+    _C_Request__UpdateMetadataEndpoint,
+    True,
+    (('port', 35, None), ('host', 43, None), ('listener', 43, None), ('security_protocol', 34, None)),
+    (),
+    (),
+)
+_N_UpdateMetadataRequest__UpdateMetadataBroker_0 = (
+    _C_Request__UpdateMetadataBroker,
+    False,
+    (('id', 3, None), ('v0_host', 11, None), ('v0_port', 3, None)),
+    (),
+    (('endpoints', 1, None), ('rack', 0, "")),
+)
+_N_UpdateMetadataRequest__UpdateMetadataBroker_1 = (
+    _C_Request__UpdateMetadataBroker,
+    False,
+    (('id', 3, None), ('endpoints', 77, _N_UpdateMetadataRequest__UpdateMetadataEndpoint_0)),
+    (),
+    (('v0_host', 0, ""), ('v0_port', 0, 0), ('rack', 0, "")),
+)
+_N_UpdateMetadataRequest__UpdateMetadataBroker_2 = (
+    _C_Request__UpdateMetadataBroker,
+    False,
+    (
+        ('id', 3, None),
+        ('endpoints', 77, _N_UpdateMetadataRequest__UpdateMetadataEndpoint_0),
+        ('rack', 27, None),
+    ),
+    (),
+    (('v0_host', 0, ""), ('v0_port', 0, 0)),
+)
+_N_UpdateMetadataRequest__UpdateMetadataBroker_3 = (
+    _C_Request__UpdateMetadataBroker,
+    False,
+    (
+        ('id', 3, None),
+        ('endpoints', 77, _N_UpdateMetadataRequest__UpdateMetadataEndpoint_1),
+        ('rack', 27, None),
+    ),
+    (),
+    (('v0_host', 0, ""), ('v0_port', 0, 0)),
+)
+_N_UpdateMetadataRequest__UpdateMetadataBroker_4 = (
+    _C_Request__UpdateMetadataBroker,
+    True,
+    (
+        ('id', 35, None),
+        ('endpoints', 109, _N_UpdateMetadataRequest__UpdateMetadataEndpoint_2),
+        ('rack', 59, None),
+    ),
+    (),
+    (('v0_host', 0, ""), ('v0_port', 0, 0)),
+)
+_N_UpdateMetadataRequest_0 = (
+    UpdateMetadataRequest,
+    False,
+    (
+        ('controller_id', 3, None),
+        ('controller_epoch', 3, None),
+        ('ungrouped_partition_states', 77, _N_UpdateMetadataRequest__UpdateMetadataPartitionState_0),
+        ('live_brokers', 77, _N_UpdateMetadataRequest__UpdateMetadataBroker_0),
+    ),
+    (),
+    (('is_k_raft_controller', 0, False), ('type', 0, 0), ('broker_epoch', 0, -1), ('topic_states', 1, None)),
+)
+_N_UpdateMetadataRequest_1 = (
+    UpdateMetadataRequest,
+    False,
+    (
+        ('controller_id', 3, None),
+        ('controller_epoch', 3, None),
+        ('ungrouped_partition_states', 77, _N_UpdateMetadataRequest__UpdateMetadataPartitionState_0),
+        ('live_brokers', 77, _N_UpdateMetadataRequest__UpdateMetadataBroker_1),
+    ),
+    (),
+    (('is_k_raft_controller', 0, False), ('type', 0, 0), ('broker_epoch', 0, -1), ('topic_states', 1, None)),
+)
+_N_UpdateMetadataRequest_2 = (
+    UpdateMetadataRequest,
+    False,
+    (
+        ('controller_id', 3, None),
+        ('controller_epoch', 3, None),
+        ('ungrouped_partition_states', 77, _N_UpdateMetadataRequest__UpdateMetadataPartitionState_0),
+        ('live_brokers', 77, _N_UpdateMetadataRequest__UpdateMetadataBroker_2),
+    ),
+    (),
+    (('is_k_raft_controller', 0, False), ('type', 0, 0), ('broker_epoch', 0, -1), ('topic_states', 1, None)),
+)
+_N_UpdateMetadataRequest_3 = (
+    UpdateMetadataRequest,
+    False,
+    (
+        ('controller_id', 3, None),
+        ('controller_epoch', 3, None),
+        ('ungrouped_partition_states', 77, _N_UpdateMetadataRequest__UpdateMetadataPartitionState_0),
+        ('live_brokers', 77, _N_UpdateMetadataRequest__UpdateMetadataBroker_3),
+    ),
+    (),
+    (('is_k_raft_controller', 0, False), ('type', 0, 0), ('broker_epoch', 0, -1), ('topic_states', 1, None)),
+)
+_N_UpdateMetadataRequest_4 = (
+    UpdateMetadataRequest,
+    False,
+    (
+        ('controller_id', 3, None),
+        ('controller_epoch', 3, None),
+        ('ungrouped_partition_states', 77, _N_UpdateMetadataRequest__UpdateMetadataPartitionState_1),
+        ('live_brokers', 77, _N_UpdateMetadataRequest__UpdateMetadataBroker_3),
+    ),
+    (),
+    (('is_k_raft_controller', 0, False), ('type', 0, 0), ('broker_epoch', 0, -1), ('topic_states', 1, None)),
+)
+_N_UpdateMetadataRequest_5 = (
+    UpdateMetadataRequest,
+    False,
+    (
+        ('controller_id', 3, None),
+        ('controller_epoch', 3, None),
+        ('broker_epoch', 4, None),
+        ('topic_states', 77, _N_UpdateMetadataRequest__UpdateMetadataTopicState_0),
+        ('live_brokers', 77, _N_UpdateMetadataRequest__UpdateMetadataBroker_3),
+    ),
+    (),
+    (('is_k_raft_controller', 0, False), ('type', 0, 0), ('ungrouped_partition_states', 1, None)),
+)
+_N_UpdateMetadataRequest_6 = (
+    UpdateMetadataRequest,
+    True,
+    (
+        ('controller_id', 35, None),
+        ('controller_epoch', 35, None),
+        ('broker_epoch', 36, None),
+        ('topic_states', 109, _N_UpdateMetadataRequest__UpdateMetadataTopicState_1),
+        ('live_brokers', 109, _N_UpdateMetadataRequest__UpdateMetadataBroker_4),
+    ),
+    (),
+    (('is_k_raft_controller', 0, False), ('type', 0, 0), ('ungrouped_partition_states', 1, None)),
+)
+_N_UpdateMetadataRequest_7 = (
+    UpdateMetadataRequest,
+    True,
+    (
+        ('controller_id', 35, None),
+        ('controller_epoch', 35, None),
+        ('broker_epoch', 36, None),
+        ('topic_states', 109, _N_UpdateMetadataRequest__UpdateMetadataTopicState_2),
+        ('live_brokers', 109, _N_UpdateMetadataRequest__UpdateMetadataBroker_4),
+    ),
+    (),
+    (('is_k_raft_controller', 0, False), ('type', 0, 0), ('ungrouped_partition_states', 1, None)),
+)
+_N_UpdateMetadataRequest_8 = (
+    UpdateMetadataRequest,
+    True,
+    (
+        ('controller_id', 35, None),
+        ('is_k_raft_controller', 32, None),
+        ('controller_epoch', 35, None),
+        ('broker_epoch', 36, None),
+        ('topic_states', 109, _N_UpdateMetadataRequest__UpdateMetadataTopicState_2),
+        ('live_brokers', 109, _N_UpdateMetadataRequest__UpdateMetadataBroker_4),
+    ),
+    ((0, 'type', 33, None, 0, 0),),
+    (('ungrouped_partition_states', 1, None),),
+)
+UpdateMetadataRequest._LAYOUTS = {
+    0: _N_UpdateMetadataRequest_0,
+    1: _N_UpdateMetadataRequest_1,
+    2: _N_UpdateMetadataRequest_2,
+    3: _N_UpdateMetadataRequest_3,
+    4: _N_UpdateMetadataRequest_4,
+    5: _N_UpdateMetadataRequest_5,
+    6: _N_UpdateMetadataRequest_6,
+    7: _N_UpdateMetadataRequest_7,
+    8: _N_UpdateMetadataRequest_8,
+}
 
 
 UpdateMetadataResponse._FIELDS = (
@@ -2935,3 +3223,18 @@ UpdateMetadataResponse._WRITERS = {
     7: _w_UpdateMetadataResponse_1,
     8: _w_UpdateMetadataResponse_1,
 }
+_N_UpdateMetadataResponse_0 = (UpdateMetadataResponse, False, (('error_code', 2, None),), (), ())
+_N_UpdateMetadataResponse_1 = (UpdateMetadataResponse, True, (('error_code', 34, None),), (), ())
+UpdateMetadataResponse._LAYOUTS = {
+    0: _N_UpdateMetadataResponse_0,
+    1: _N_UpdateMetadataResponse_0,
+    2: _N_UpdateMetadataResponse_0,
+    3: _N_UpdateMetadataResponse_0,
+    4: _N_UpdateMetadataResponse_0,
+    5: _N_UpdateMetadataResponse_0,
+    6: _N_UpdateMetadataResponse_1,
+    7: _N_UpdateMetadataResponse_1,
+    8: _N_UpdateMetadataResponse_1,
+}
+
+codec_path.install(UpdateMetadataRequest, UpdateMetadataResponse)

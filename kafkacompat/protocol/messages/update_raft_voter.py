@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -498,6 +498,35 @@ _C_Request__KRaftVersionFeature._FIELDS = (
 )
 UpdateRaftVoterRequest._READERS = {0: _r_UpdateRaftVoterRequest_0}
 UpdateRaftVoterRequest._WRITERS = {0: _w_UpdateRaftVoterRequest_0}
+_N_UpdateRaftVoterRequest__Listener_0 = (
+    _C_Request__Listener,
+    True,
+    (('name', 43, None), ('host', 43, None), ('port', 37, None)),
+    (),
+    (),
+)
+_N_UpdateRaftVoterRequest__KRaftVersionFeature_0 = (
+    _C_Request__KRaftVersionFeature,
+    True,
+    (('min_supported_version', 34, None), ('max_supported_version', 34, None)),
+    (),
+    (),
+)
+_N_UpdateRaftVoterRequest_0 = (
+    UpdateRaftVoterRequest,
+    True,
+    (
+        ('cluster_id', 59, None),
+        ('current_leader_epoch', 35, None),
+        ('voter_id', 35, None),
+        ('voter_directory_id', 42, None),
+        ('listeners', 237, _N_UpdateRaftVoterRequest__Listener_0),
+        ('k_raft_version_feature', 45, _N_UpdateRaftVoterRequest__KRaftVersionFeature_0),
+    ),
+    (),
+    (),
+)
+UpdateRaftVoterRequest._LAYOUTS = {0: _N_UpdateRaftVoterRequest_0}
 
 _C_Response__CurrentLeader = UpdateRaftVoterResponse.CurrentLeader
 
@@ -524,3 +553,20 @@ _C_Response__CurrentLeader._FIELDS = (
 )
 UpdateRaftVoterResponse._READERS = {0: _r_UpdateRaftVoterResponse_0}
 UpdateRaftVoterResponse._WRITERS = {0: _w_UpdateRaftVoterResponse_0}
+_N_UpdateRaftVoterResponse__CurrentLeader_0 = (
+    _C_Response__CurrentLeader,
+    True,
+    (('leader_id', 35, None), ('leader_epoch', 35, None), ('host', 43, None), ('port', 35, None)),
+    (),
+    (),
+)
+_N_UpdateRaftVoterResponse_0 = (
+    UpdateRaftVoterResponse,
+    True,
+    (('throttle_time_ms', 35, None), ('error_code', 34, None)),
+    ((0, 'current_leader', 45, _N_UpdateRaftVoterResponse__CurrentLeader_0, 3, _C_Response__CurrentLeader),),
+    (),
+)
+UpdateRaftVoterResponse._LAYOUTS = {0: _N_UpdateRaftVoterResponse_0}
+
+codec_path.install(UpdateRaftVoterRequest, UpdateRaftVoterResponse)

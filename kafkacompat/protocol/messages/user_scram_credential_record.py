@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -142,3 +142,20 @@ UserScramCredentialRecord._FIELDS = (
 )
 UserScramCredentialRecord._READERS = {0: _r_UserScramCredentialRecord_0}
 UserScramCredentialRecord._WRITERS = {0: _w_UserScramCredentialRecord_0}
+_N_UserScramCredentialRecord_0 = (
+    UserScramCredentialRecord,
+    True,
+    (
+        ('name', 43, None),
+        ('mechanism', 33, None),
+        ('salt', 44, None),
+        ('stored_key', 44, None),
+        ('server_key', 44, None),
+        ('iterations', 35, None),
+    ),
+    (),
+    (),
+)
+UserScramCredentialRecord._LAYOUTS = {0: _N_UserScramCredentialRecord_0}
+
+codec_path.install(UserScramCredentialRecord)

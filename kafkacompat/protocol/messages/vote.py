@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldAlias, FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1355,6 +1355,93 @@ _C_Request__TopicData._FIELDS = (
 )
 VoteRequest._READERS = {0: _r_VoteRequest_0, 1: _r_VoteRequest_1, 2: _r_VoteRequest_2}
 VoteRequest._WRITERS = {0: _w_VoteRequest_0, 1: _w_VoteRequest_1, 2: _w_VoteRequest_2}
+_N_VoteRequest__PartitionData_0 = (
+    _C_Request__PartitionData,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('replica_epoch', 35, None),
+        ('replica_id', 35, None),
+        ('last_offset_epoch', 35, None),
+        ('last_offset', 36, None),
+    ),
+    (),
+    (('replica_directory_id', 4, None), ('voter_directory_id', 4, None), ('pre_vote', 0, False)),
+)
+_N_VoteRequest__PartitionData_1 = (
+    _C_Request__PartitionData,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('replica_epoch', 35, None),
+        ('replica_id', 35, None),
+        ('replica_directory_id', 42, None),
+        ('voter_directory_id', 42, None),
+        ('last_offset_epoch', 35, None),
+        ('last_offset', 36, None),
+    ),
+    (),
+    (('pre_vote', 0, False),),
+)
+_N_VoteRequest__PartitionData_2 = (
+    _C_Request__PartitionData,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('replica_epoch', 35, None),
+        ('replica_id', 35, None),
+        ('replica_directory_id', 42, None),
+        ('voter_directory_id', 42, None),
+        ('last_offset_epoch', 35, None),
+        ('last_offset', 36, None),
+        ('pre_vote', 32, None),
+    ),
+    (),
+    (),
+)
+_N_VoteRequest__TopicData_0 = (
+    _C_Request__TopicData,
+    True,
+    (('topic_name', 43, None), ('partitions', 109, _N_VoteRequest__PartitionData_0)),
+    (),
+    (),
+)
+_N_VoteRequest__TopicData_1 = (
+    _C_Request__TopicData,
+    True,
+    (('topic_name', 43, None), ('partitions', 109, _N_VoteRequest__PartitionData_1)),
+    (),
+    (),
+)
+_N_VoteRequest__TopicData_2 = (
+    _C_Request__TopicData,
+    True,
+    (('topic_name', 43, None), ('partitions', 109, _N_VoteRequest__PartitionData_2)),
+    (),
+    (),
+)
+_N_VoteRequest_0 = (
+    VoteRequest,
+    True,
+    (('cluster_id', 59, None), ('topics', 109, _N_VoteRequest__TopicData_0)),
+    (),
+    (('voter_id', 0, -1),),
+)
+_N_VoteRequest_1 = (
+    VoteRequest,
+    True,
+    (('cluster_id', 59, None), ('voter_id', 35, None), ('topics', 109, _N_VoteRequest__TopicData_1)),
+    (),
+    (),
+)
+_N_VoteRequest_2 = (
+    VoteRequest,
+    True,
+    (('cluster_id', 59, None), ('voter_id', 35, None), ('topics', 109, _N_VoteRequest__TopicData_2)),
+    (),
+    (),
+)
+VoteRequest._LAYOUTS = {0: _N_VoteRequest_0, 1: _N_VoteRequest_1, 2: _N_VoteRequest_2}
 
 _C_Response__PartitionData = VoteResponse.PartitionData
 _C_Response__TopicData = VoteResponse.TopicData
@@ -1413,3 +1500,47 @@ _C_Response__NodeEndpoint._FIELDS = (
 )
 VoteResponse._READERS = {0: _r_VoteResponse_0, 1: _r_VoteResponse_1, 2: _r_VoteResponse_1}
 VoteResponse._WRITERS = {0: _w_VoteResponse_0, 1: _w_VoteResponse_1, 2: _w_VoteResponse_1}
+_N_VoteResponse__PartitionData_0 = (
+    _C_Response__PartitionData,
+    True,
+    (
+        ('partition_index', 35, None),
+        ('error_code', 34, None),
+        ('leader_id', 35, None),
+        ('leader_epoch', 35, None),
+        ('vote_granted', 32, None),
+    ),
+    (),
+    (),
+)
+_N_VoteResponse__TopicData_0 = (
+    _C_Response__TopicData,
+    True,
+    (('topic_name', 43, None), ('partitions', 109, _N_VoteResponse__PartitionData_0)),
+    (),
+    (),
+)
+_N_VoteResponse__NodeEndpoint_0 = (
+    _C_Response__NodeEndpoint,
+    True,
+    (('node_id', 35, None), ('host', 43, None), ('port', 37, None)),
+    (),
+    (),
+)
+_N_VoteResponse_0 = (
+    VoteResponse,
+    True,
+    (('error_code', 34, None), ('topics', 109, _N_VoteResponse__TopicData_0)),
+    (),
+    (('node_endpoints', 2, None),),
+)
+_N_VoteResponse_1 = (
+    VoteResponse,
+    True,
+    (('error_code', 34, None), ('topics', 109, _N_VoteResponse__TopicData_0)),
+    ((0, 'node_endpoints', 237, _N_VoteResponse__NodeEndpoint_0, 2, None),),
+    (),
+)
+VoteResponse._LAYOUTS = {0: _N_VoteResponse_0, 1: _N_VoteResponse_1, 2: _N_VoteResponse_1}
+
+codec_path.install(VoteRequest, VoteResponse)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -357,3 +357,39 @@ _C_VotersRecord__Voter._FIELDS = (
 )
 VotersRecord._READERS = {0: _r_VotersRecord_0}
 VotersRecord._WRITERS = {0: _w_VotersRecord_0}
+_N_VotersRecord__Endpoint_0 = (
+    _C_VotersRecord__Endpoint,
+    True,
+    (('name', 43, None), ('host', 43, None), ('port', 37, None)),
+    (),
+    (),
+)
+_N_VotersRecord__KRaftVersionFeature_0 = (
+    _C_VotersRecord__KRaftVersionFeature,
+    True,
+    (('min_supported_version', 34, None), ('max_supported_version', 34, None)),
+    (),
+    (),
+)
+_N_VotersRecord__Voter_0 = (
+    _C_VotersRecord__Voter,
+    True,
+    (
+        ('voter_id', 35, None),
+        ('voter_directory_id', 42, None),
+        ('endpoints', 237, _N_VotersRecord__Endpoint_0),
+        ('k_raft_version_feature', 45, _N_VotersRecord__KRaftVersionFeature_0),
+    ),
+    (),
+    (),
+)
+_N_VotersRecord_0 = (
+    VotersRecord,
+    True,
+    (('version', 34, None), ('voters', 109, _N_VotersRecord__Voter_0)),
+    (),
+    (),
+)
+VotersRecord._LAYOUTS = {0: _N_VotersRecord_0}
+
+codec_path.install(VotersRecord)

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -939,6 +939,77 @@ WriteShareGroupStateRequest._WRITERS = {
     0: _w_WriteShareGroupStateRequest_0,
     1: _w_WriteShareGroupStateRequest_1,
 }
+_N_WriteShareGroupStateRequest__StateBatch_0 = (
+    _C_Request__StateBatch,
+    True,
+    (
+        ('first_offset', 36, None),
+        ('last_offset', 36, None),
+        ('delivery_state', 33, None),
+        ('delivery_count', 34, None),
+    ),
+    (),
+    (),
+)
+_N_WriteShareGroupStateRequest__PartitionData_0 = (
+    _C_Request__PartitionData,
+    True,
+    (
+        ('partition', 35, None),
+        ('state_epoch', 35, None),
+        ('leader_epoch', 35, None),
+        ('start_offset', 36, None),
+        ('state_batches', 109, _N_WriteShareGroupStateRequest__StateBatch_0),
+    ),
+    (),
+    (('delivery_complete_count', 0, -1),),
+)
+_N_WriteShareGroupStateRequest__PartitionData_1 = (
+    _C_Request__PartitionData,
+    True,
+    (
+        ('partition', 35, None),
+        ('state_epoch', 35, None),
+        ('leader_epoch', 35, None),
+        ('start_offset', 36, None),
+        ('delivery_complete_count', 35, None),
+        ('state_batches', 109, _N_WriteShareGroupStateRequest__StateBatch_0),
+    ),
+    (),
+    (),
+)
+_N_WriteShareGroupStateRequest__WriteStateData_0 = (
+    _C_Request__WriteStateData,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_WriteShareGroupStateRequest__PartitionData_0)),
+    (),
+    (),
+)
+_N_WriteShareGroupStateRequest__WriteStateData_1 = (
+    _C_Request__WriteStateData,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_WriteShareGroupStateRequest__PartitionData_1)),
+    (),
+    (),
+)
+_N_WriteShareGroupStateRequest_0 = (
+    WriteShareGroupStateRequest,
+    True,
+    (('group_id', 43, None), ('topics', 109, _N_WriteShareGroupStateRequest__WriteStateData_0)),
+    (),
+    (),
+)
+_N_WriteShareGroupStateRequest_1 = (
+    WriteShareGroupStateRequest,
+    True,
+    (('group_id', 43, None), ('topics', 109, _N_WriteShareGroupStateRequest__WriteStateData_1)),
+    (),
+    (),
+)
+WriteShareGroupStateRequest._LAYOUTS = {
+    0: _N_WriteShareGroupStateRequest_0,
+    1: _N_WriteShareGroupStateRequest_1,
+}
 
 _C_Response__PartitionResult = WriteShareGroupStateResponse.PartitionResult
 _C_Response__WriteStateResult = WriteShareGroupStateResponse.WriteStateResult
@@ -993,3 +1064,30 @@ WriteShareGroupStateResponse._WRITERS = {
     0: _w_WriteShareGroupStateResponse_0,
     1: _w_WriteShareGroupStateResponse_0,
 }
+_N_WriteShareGroupStateResponse__PartitionResult_0 = (
+    _C_Response__PartitionResult,
+    True,
+    (('partition', 35, None), ('error_code', 34, None), ('error_message', 59, None)),
+    (),
+    (),
+)
+_N_WriteShareGroupStateResponse__WriteStateResult_0 = (
+    _C_Response__WriteStateResult,
+    True,
+    (('topic_id', 42, None), ('partitions', 109, _N_WriteShareGroupStateResponse__PartitionResult_0)),
+    (),
+    (),
+)
+_N_WriteShareGroupStateResponse_0 = (
+    WriteShareGroupStateResponse,
+    True,
+    (('results', 109, _N_WriteShareGroupStateResponse__WriteStateResult_0),),
+    (),
+    (),
+)
+WriteShareGroupStateResponse._LAYOUTS = {
+    0: _N_WriteShareGroupStateResponse_0,
+    1: _N_WriteShareGroupStateResponse_0,
+}
+
+codec_path.install(WriteShareGroupStateRequest, WriteShareGroupStateResponse)

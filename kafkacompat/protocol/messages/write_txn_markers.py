@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
@@ -1086,6 +1086,86 @@ WriteTxnMarkersRequest._WRITERS = {
     1: _w_WriteTxnMarkersRequest_1,
     2: _w_WriteTxnMarkersRequest_2,
 }
+_N_WriteTxnMarkersRequest__WritableTxnMarkerTopic_0 = (
+    _C_Request__WritableTxnMarkerTopic,
+    False,
+    (('name', 11, None), ('partition_indexes', 67, None)),
+    (),
+    (),
+)
+_N_WriteTxnMarkersRequest__WritableTxnMarkerTopic_1 = (
+    _C_Request__WritableTxnMarkerTopic,
+    True,
+    (('name', 43, None), ('partition_indexes', 99, None)),
+    (),
+    (),
+)
+_N_WriteTxnMarkersRequest__WritableTxnMarker_0 = (
+    _C_Request__WritableTxnMarker,
+    False,
+    (
+        ('producer_id', 4, None),
+        ('producer_epoch', 2, None),
+        ('transaction_result', 0, None),
+        ('topics', 77, _N_WriteTxnMarkersRequest__WritableTxnMarkerTopic_0),
+        ('coordinator_epoch', 3, None),
+    ),
+    (),
+    (('transaction_version', 0, 0),),
+)
+_N_WriteTxnMarkersRequest__WritableTxnMarker_1 = (
+    _C_Request__WritableTxnMarker,
+    True,
+    (
+        ('producer_id', 36, None),
+        ('producer_epoch', 34, None),
+        ('transaction_result', 32, None),
+        ('topics', 109, _N_WriteTxnMarkersRequest__WritableTxnMarkerTopic_1),
+        ('coordinator_epoch', 35, None),
+    ),
+    (),
+    (('transaction_version', 0, 0),),
+)
+_N_WriteTxnMarkersRequest__WritableTxnMarker_2 = (
+    _C_Request__WritableTxnMarker,
+    True,
+    (
+        ('producer_id', 36, None),
+        ('producer_epoch', 34, None),
+        ('transaction_result', 32, None),
+        ('topics', 109, _N_WriteTxnMarkersRequest__WritableTxnMarkerTopic_1),
+        ('coordinator_epoch', 35, None),
+        ('transaction_version', 33, None),
+    ),
+    (),
+    (),
+)
+_N_WriteTxnMarkersRequest_0 = (
+    WriteTxnMarkersRequest,
+    False,
+    (('markers', 77, _N_WriteTxnMarkersRequest__WritableTxnMarker_0),),
+    (),
+    (),
+)
+_N_WriteTxnMarkersRequest_1 = (
+    WriteTxnMarkersRequest,
+    True,
+    (('markers', 109, _N_WriteTxnMarkersRequest__WritableTxnMarker_1),),
+    (),
+    (),
+)
+_N_WriteTxnMarkersRequest_2 = (
+    WriteTxnMarkersRequest,
+    True,
+    (('markers', 109, _N_WriteTxnMarkersRequest__WritableTxnMarker_2),),
+    (),
+    (),
+)
+WriteTxnMarkersRequest._LAYOUTS = {
+    0: _N_WriteTxnMarkersRequest_0,
+    1: _N_WriteTxnMarkersRequest_1,
+    2: _N_WriteTxnMarkersRequest_2,
+}
 
 _C_Response__WritableTxnMarkerPartitionResult = WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult
 _C_Response__WritableTxnMarkerTopicResult = WriteTxnMarkersResponse.WritableTxnMarkerTopicResult
@@ -1146,3 +1226,66 @@ WriteTxnMarkersResponse._WRITERS = {
     1: _w_WriteTxnMarkersResponse_1,
     2: _w_WriteTxnMarkersResponse_1,
 }
+_N_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_0 = (
+    _C_Response__WritableTxnMarkerPartitionResult,
+    False,
+    (('partition_index', 3, None), ('error_code', 2, None)),
+    (),
+    (),
+)
+_N_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_1 = (
+    _C_Response__WritableTxnMarkerPartitionResult,
+    True,
+    (('partition_index', 35, None), ('error_code', 34, None)),
+    (),
+    (),
+)
+_N_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_0 = (
+    _C_Response__WritableTxnMarkerTopicResult,
+    False,
+    (('name', 11, None), ('partitions', 77, _N_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_0)),
+    (),
+    (),
+)
+_N_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_1 = (
+    _C_Response__WritableTxnMarkerTopicResult,
+    True,
+    (('name', 43, None), ('partitions', 109, _N_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_1)),
+    (),
+    (),
+)
+_N_WriteTxnMarkersResponse__WritableTxnMarkerResult_0 = (
+    _C_Response__WritableTxnMarkerResult,
+    False,
+    (('producer_id', 4, None), ('topics', 77, _N_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_0)),
+    (),
+    (),
+)
+_N_WriteTxnMarkersResponse__WritableTxnMarkerResult_1 = (
+    _C_Response__WritableTxnMarkerResult,
+    True,
+    (('producer_id', 36, None), ('topics', 109, _N_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_1)),
+    (),
+    (),
+)
+_N_WriteTxnMarkersResponse_0 = (
+    WriteTxnMarkersResponse,
+    False,
+    (('markers', 77, _N_WriteTxnMarkersResponse__WritableTxnMarkerResult_0),),
+    (),
+    (),
+)
+_N_WriteTxnMarkersResponse_1 = (
+    WriteTxnMarkersResponse,
+    True,
+    (('markers', 109, _N_WriteTxnMarkersResponse__WritableTxnMarkerResult_1),),
+    (),
+    (),
+)
+WriteTxnMarkersResponse._LAYOUTS = {
+    0: _N_WriteTxnMarkersResponse_0,
+    1: _N_WriteTxnMarkersResponse_1,
+    2: _N_WriteTxnMarkersResponse_1,
+}
+
+codec_path.install(WriteTxnMarkersRequest, WriteTxnMarkersResponse)

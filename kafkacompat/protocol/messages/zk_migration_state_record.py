@@ -5,7 +5,7 @@ import struct
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
-from kafkacompat.protocol import _wire
+from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
@@ -73,3 +73,7 @@ ZkMigrationStateRecord._FIELDS = (
 )
 ZkMigrationStateRecord._READERS = {0: _r_ZkMigrationStateRecord_0}
 ZkMigrationStateRecord._WRITERS = {0: _w_ZkMigrationStateRecord_0}
+_N_ZkMigrationStateRecord_0 = (ZkMigrationStateRecord, True, (('zk_migration_state', 33, None),), (), ())
+ZkMigrationStateRecord._LAYOUTS = {0: _N_ZkMigrationStateRecord_0}
+
+codec_path.install(ZkMigrationStateRecord)

@@ -15,9 +15,11 @@ The Scala suffix depends on the release: ``kafka_2.13`` from 2.4 (the only one
 for 4.x), ``kafka_2.12`` or ``kafka_2.11`` before, ``kafka_2.10`` for the
 oldest.  They are tried in that order and the first that resolves is kept.
 
-``java_for(home)`` picks the Java that runs it: ``$JAVA_HOME`` or the ``java``
-on ``PATH`` when it is new enough for the class files of ``kafka.Kafka``, else
-the oldest newer JDK found in the system's JVM folder.
+``java_for(home)`` picks the Java that runs it: Java 11 (``java_runtime``,
+from PyPI) for a release whose ZooKeeper client is 3.4.13 or 3.4.14 (Kafka
+2.0-2.3; that client cannot dial on Java 14 and later), else ``$JAVA_HOME`` or
+the ``java`` on ``PATH`` when it is new enough for the class files of
+``kafka.Kafka``, else the oldest newer JDK found in the system's JVM folder.
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ from pathlib import Path
 
 from kafkacompat._cache import cache_root
 from kafkacompat.errors import BrokerStartError, ReleaseDownloadError
+from kafkacompat.testing.apache_kafka.java_runtime import JAVA_11, pinned_java
 
-__all__ = ["artifact_of", "java_for", "parse_release", "release_home"]
+__all__ = ["artifact_of", "java_feature", "java_for", "needs_java_11", "parse_release", "release_home"]
 
 _GROUP = "org.apache.kafka"
 _DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies"
@@ -55,6 +58,10 @@ _MAVEN_CAUSE = re.compile(r"Could not (?:(?:find|resolve|transfer) artifact|reso
 _RELEASE = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:\.(\d+))?$")
 # The class file's major version is the Java feature release plus 44.
 _CLASS_MAJOR_OFFSET = 44
+# ZooKeeper clients that read the host to dial from InetSocketAddress.toString(), whose form
+# changed in JDK 14 ("127.0.0.1/<unresolved>:2181"): UnresolvedAddressException on Java 14+
+# (ZOOKEEPER-3779).  3.4.12 and older resolved the address themselves; 3.5.8 and 3.6.1 fixed it.
+_ZOOKEEPER_NEEDING_JAVA_11 = re.compile(r"^zookeeper-3\.4\.1[34]\.jar$")
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -197,7 +204,7 @@ def _class_major(home: Path) -> int | None:
     return None
 
 
-def _java_feature(java: Path) -> int | None:
+def java_feature(java: Path) -> int | None:
     """The feature release (17, 25, ...) of a java executable, from its home's ``release`` file."""
     release_file = java.resolve().parent.parent / "release"
     try:
@@ -216,16 +223,23 @@ def _default_java() -> Path | None:
     return Path(candidate)
 
 
-def java_for(home: Path, release: str) -> str:
+def needs_java_11(home: Path) -> bool:
+    """Whether ``home``'s release ships a ZooKeeper client that cannot dial on Java 14 or newer."""
+    return any(_ZOOKEEPER_NEEDING_JAVA_11.match(jar.name) for jar in (home / "libs").glob("zookeeper-*.jar"))
+
+
+def java_for(home: Path, release: str, cache_dir: Path | None = None) -> str:
     """The java executable that runs ``home``'s release (see the module's docstring)."""
+    if needs_java_11(home):
+        return str(pinned_java(JAVA_11, cache_dir))
     major = _class_major(home)
     needed = None if major is None else major - _CLASS_MAJOR_OFFSET
     default = _default_java()
-    if default is not None and (needed is None or (_java_feature(default) or needed) >= needed):
+    if default is not None and (needed is None or (java_feature(default) or needed) >= needed):
         return str(default)
     newer = []
     for java in sorted(_SYSTEM_JVMS.glob("*/bin/java")) if _SYSTEM_JVMS.is_dir() else ():
-        feature = _java_feature(java)
+        feature = java_feature(java)
         if feature is not None and (needed is None or feature >= needed) and os.access(java, os.X_OK):
             newer.append((feature, str(java)))
     if newer:

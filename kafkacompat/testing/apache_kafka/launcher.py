@@ -20,7 +20,12 @@ controller nodes form the quorum).
 
 ``sasl_plain_users={"alice": "secret"}`` gives every broker a second,
 SASL_PLAINTEXT listener (mechanism PLAIN, those users): ``sasl_endpoints``,
-``sasl_bootstrap``.
+``sasl_bootstrap``.  ``sasl_scram_users`` enables SCRAM-SHA-256 and
+SCRAM-SHA-512 on that listener and creates those users the way the release
+allows (``security``): ZooKeeper mode from 0.10.2, KRaft from 3.5.
+``ssl=True`` gives every broker an SSL listener whose certificate (for
+127.0.0.1 and localhost) is signed by a CA made for this cluster:
+``ssl_endpoints``, ``ssl_bootstrap``, and ``ssl_ca_file`` for clients to trust.
 
 For rolling upgrades, ``stop_node`` and ``start_node`` stop one node and start
 it again, on the same ports and data, optionally running another release.
@@ -39,10 +44,24 @@ from types import TracebackType
 from typing import IO, Self
 
 from kafkacompat.errors import BrokerStartError, KafkaCompatError
-from kafkacompat.protocol import framing
-from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
-from kafkacompat.testing.apache_kafka.jars import artifact_of, java_for, parse_release, release_home
+from kafkacompat.testing.apache_kafka.jars import (
+    artifact_of,
+    java_feature,
+    java_for,
+    parse_release,
+    release_home,
+)
+from kafkacompat.testing.apache_kafka.limits import check_cluster
 from kafkacompat.testing.apache_kafka.nodes import Node, jvm_command, new_cluster_id, write_logging
+from kafkacompat.testing.apache_kafka.raw_probe import metadata
+from kafkacompat.testing.apache_kafka.security import (
+    BrokerTls,
+    check_scram_release,
+    check_users,
+    format_scram_arguments,
+    make_broker_tls,
+    scram_user_command,
+)
 from kafkacompat.testing.ports import LOOPBACK, free_port, probe_api_versions
 
 __all__ = ["MODES", "ApacheKafka", "modes_of"]
@@ -83,6 +102,8 @@ class ApacheKafka:
         features: Mapping[str, int] | None = None,
         broker_config: Mapping[str, str] | None = None,
         sasl_plain_users: Mapping[str, str] | None = None,
+        sasl_scram_users: Mapping[str, str] | None = None,
+        ssl: bool = False,
         cache_dir: Path | None = None,
         java: str | None = None,
         heap: str = "256m",
@@ -91,24 +112,21 @@ class ApacheKafka:
     ) -> None:
         self.release = release
         self.mode = mode or _default_mode(release)
-        if self.mode not in modes_of(release):
-            raise BrokerStartError(
-                f"Apache Kafka {release} cannot run in mode {self.mode!r}; "
-                f"it has {', '.join(modes_of(release))}"
-            )
-        if brokers < 1 or controllers < 1:
-            raise BrokerStartError("a cluster needs at least one broker and one controller")
-        if (release_version or features) and self.mode == "zookeeper":
-            raise BrokerStartError(
-                "release_version and features are KRaft format options; zookeeper mode has none"
-            )
+        check_cluster(
+            release, self.mode, modes_of(release), brokers, controllers, bool(release_version or features)
+        )
         self.host = LOOPBACK
         self.brokers = brokers
         self.controllers = controllers
         self.release_version = release_version
         self.features = dict(features or {})
         self.broker_config = dict(broker_config or {})
-        self.sasl_plain_users = dict(sasl_plain_users or {})  # user -> password; a SASL listener when given
+        self.sasl_plain_users = check_users("PLAIN", sasl_plain_users or {})  # user -> password
+        self.sasl_scram_users = check_users("SCRAM", sasl_scram_users or {})  # user -> password
+        if self.sasl_scram_users:
+            check_scram_release(parse_release(release), release, kraft=self.mode != "zookeeper")
+        self.ssl = ssl
+        self._tls: BrokerTls | None = None
         self.cache_dir = cache_dir
         self.java = java
         self.heap = heap
@@ -117,6 +135,7 @@ class ApacheKafka:
         self.cluster_id: str = ""
         self.artifact: str = ""  # the Maven coordinate the release came from
         self.startup_seconds: float | None = None
+        self.java_feature: int | None = None  # the Java feature release the nodes run on (11, 17, ...)
         self.nodes: list[Node] = []
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -140,8 +159,23 @@ class ApacheKafka:
 
     @property
     def sasl_endpoints(self) -> list[tuple[int, str, int]]:
-        """Each broker's SASL_PLAINTEXT (PLAIN) listener, when ``sasl_plain_users`` was given."""
+        """Each broker's SASL_PLAINTEXT listener, when SASL users (PLAIN or SCRAM) were given."""
         return [(n.node_id, self.host, n.sasl_port) for n in self.nodes if n.sasl_port is not None]
+
+    @property
+    def ssl_endpoints(self) -> list[tuple[int, str, int]]:
+        """Each broker's SSL listener, when ``ssl=True``."""
+        return [(n.node_id, self.host, n.ssl_port) for n in self.nodes if n.ssl_port is not None]
+
+    @property
+    def ssl_bootstrap(self) -> str | None:
+        endpoints = self.ssl_endpoints
+        return f"{endpoints[0][1]}:{endpoints[0][2]}" if endpoints else None
+
+    @property
+    def ssl_ca_file(self) -> Path | None:
+        """The CA (PEM) that signed the SSL listeners' certificate, while the cluster runs."""
+        return None if self._tls is None else self._tls.ca_file
 
     @property
     def sasl_bootstrap(self) -> str | None:
@@ -191,15 +225,28 @@ class ApacheKafka:
             raise RuntimeError("this ApacheKafka is already started")
         home = release_home(self.release, self.cache_dir)
         self.artifact = artifact_of(home)
-        java = self.java or java_for(home, self.release)
+        java = self.java or java_for(home, self.release, self.cache_dir)
+        self.java_feature = java_feature(Path(java))
         began = time.monotonic()
         self._dir = tempfile.TemporaryDirectory(prefix="kafkacompat-apache-kafka-")
         root = Path(self._dir.name)
         try:
             write_logging(root)
+            if self.ssl:
+                self._tls = make_broker_tls(root, parse_release(self.release))
             self.nodes = self._plan()
             if self.mode == "zookeeper":
                 self._start_zookeeper(java, home, root)
+                for name, password in sorted(self.sasl_scram_users.items()):
+                    zookeeper = f"{self.host}:{self.nodes[0].port}"
+                    self._run_tool(
+                        java,
+                        home,
+                        root,
+                        "kafka.admin.ConfigCommand",
+                        f"creating SCRAM user {name}",
+                        scram_user_command(zookeeper, name, password),
+                    )
             else:
                 self.cluster_id = new_cluster_id()
                 # The nodes format side by side: each is a short JVM run, mostly start-up.
@@ -233,8 +280,11 @@ class ApacheKafka:
                     controller_port=free_port() if combined else None,
                     release=self.release,
                     extra=dict(self.broker_config),
-                    sasl_port=free_port() if self.sasl_plain_users else None,
+                    sasl_port=free_port() if self.sasl_plain_users or self.sasl_scram_users else None,
                     sasl_users=dict(self.sasl_plain_users),
+                    scram=bool(self.sasl_scram_users),
+                    ssl_port=free_port() if self._tls is not None else None,
+                    ssl_settings=() if self._tls is None else self._tls.settings,
                 )
             )
         return nodes
@@ -268,7 +318,12 @@ class ApacheKafka:
             args += ["--release-version", self.release_version]
         for name, level in self.features.items():
             args += ["--feature", f"{name}={level}"]
-        command = jvm_command(java, home / "libs", root, "kafka.tools.StorageTool", *args, heap=self.heap)
+        args += format_scram_arguments(self.sasl_scram_users)
+        self._run_tool(java, home, root, "kafka.tools.StorageTool", f"formatting {node.name}", args)
+
+    def _run_tool(self, java: str, home: Path, root: Path, main: str, what: str, args: list[str]) -> None:
+        """One short JVM run of a Kafka tool (format, SCRAM users); a failure names ``what``."""
+        command = jvm_command(java, home / "libs", root, main, *args, heap=self.heap)
         try:
             done = subprocess.run(
                 command,
@@ -280,19 +335,20 @@ class ApacheKafka:
             )
         except subprocess.TimeoutExpired:
             raise BrokerStartError(
-                f"formatting {node.name} of Apache Kafka {self.release} took over {_FORMAT_TIMEOUT:.0f}s"
+                f"{what} of Apache Kafka {self.release} took over {_FORMAT_TIMEOUT:.0f}s"
             ) from None
         if done.returncode != 0:
             output = (done.stdout + done.stderr).decode(errors="replace")[-_OUTPUT_SHOWN:]
             raise BrokerStartError(
-                f"formatting {node.name} of Apache Kafka {self.release} ({self.artifact}) failed "
+                f"{what} of Apache Kafka {self.release} ({self.artifact}) failed "
                 f"with {done.returncode}:\n{output}"
             )
 
     def _spawn(self, node: Node, java: str, home: Path, root: Path, main: str, *args: str) -> None:
         # The log must outlive this method (closed in stop()), hence no `with`.
         log = self._logs[node.name] = tempfile.TemporaryFile()  # noqa: SIM115
-        command = jvm_command(java, home / "libs", root, main, *args, heap=self.heap)
+        options = node.jvm_options(root)
+        command = jvm_command(java, home / "libs", root, main, *args, heap=self.heap, options=options)
         try:
             self._procs[node.name] = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=root
@@ -390,7 +446,7 @@ class ApacheKafka:
         root = Path(self._dir.name)
         self._spawn(
             node,
-            self.java or java_for(home, node.release),
+            self.java or java_for(home, node.release, self.cache_dir),
             home,
             root,
             "kafka.Kafka",
@@ -438,23 +494,4 @@ class ApacheKafka:
         if self._dir is not None:
             self._dir.cleanup()
             self._dir = None
-
-
-def metadata(host: str, port: int, version: int, correlation_id: int, timeout: float) -> MetadataResponse:
-    """One blocking Metadata exchange asking for no topic (all topics at v0, where no list means all)."""
-    frame = framing.encode_request(MetadataRequest(topics=[]), version, correlation_id, "kafkacompat-probe")
-    deadline = time.monotonic() + timeout
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(frame)
-        splitter = framing.FrameSplitter()
-        while True:
-            sock.settimeout(max(deadline - time.monotonic(), 0.001))
-            chunk = sock.recv(65536)
-            if not chunk:
-                raise BrokerStartError(f"{host}:{port} closed the connection during the Metadata probe")
-            frames = splitter.feed(chunk)
-            if frames:
-                got, response = framing.decode_response(frames[0], MetadataResponse, version)
-                if got != correlation_id:
-                    raise BrokerStartError(f"the Metadata probe was answered with correlation id {got}")
-                return response
+        self._tls = None

@@ -24,10 +24,32 @@ from pathlib import Path
 from typing import Any
 
 from kafkacompat.errors import BrokerStartError, EmulatorConfigError
-from kafkacompat.testing.apache_kafka.launcher import ApacheKafka, modes_of
+from kafkacompat.testing.apache_kafka.jars import parse_release
+from kafkacompat.testing.apache_kafka.launcher import MODES, ApacheKafka, modes_of
+from kafkacompat.testing.apache_kafka.matrix_checks import (
+    SECURED_USERS,
+    emulator_differences,
+    guess_differences,
+    removal_differences,
+    secured_logins,
+)
+from kafkacompat.testing.apache_kafka.matrix_probes import (
+    controller_metadata,
+    feature_upgrades,
+    inspect_outputs,
+    removed_versions,
+)
 from kafkacompat.testing.apache_kafka.raw_probe import ask_api_versions
 
-__all__ = ["LAST_PATCHES", "best_answer", "differences", "minor_of", "node_kind", "run_matrix"]
+__all__ = [
+    "LAST_PATCHES",
+    "best_answer",
+    "differences",
+    "measured_defaults",
+    "minor_of",
+    "node_kind",
+    "run_matrix",
+]
 
 #: The last patch of every minor release on Maven Central when this was written.
 LAST_PATCHES = (
@@ -36,6 +58,7 @@ LAST_PATCHES = (
     "3.6.2", "3.7.2", "3.8.1", "3.9.2", "4.0.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0",
 )  # fmt: skip
 _EXCEPTION = re.compile(r"\b[\w.$]+(?:Exception|Error)\b(?::.*)?$")
+_NO_EXCEPTION = "no exception in its output"
 REQUEST_VERSIONS = range(6)  # ApiVersions v0 to v5: v5 is one no release knows yet
 
 
@@ -56,26 +79,62 @@ def _answers(host: str, port: int) -> dict[str, Any]:
     return {f"v{version}": ask_api_versions(host, port, version) for version in REQUEST_VERSIONS}
 
 
-def record_release(release: str, mode: str) -> dict[str, Any]:
-    """Start ``release`` in ``mode``, ask it ApiVersions at v0-v5, stop it: the record."""
-    record: dict[str, Any] = {"release": release, "mode": mode, "started": False}
-    kafka = ApacheKafka(release, mode=mode, brokers=1, startup_timeout=240.0)
+def _cluster(release: str, mode: str, secured: bool) -> ApacheKafka:
+    """One broker (and one controller in kraft-split), with SCRAM and SSL listeners when ``secured``."""
+    version, users = parse_release(release), None
+    if secured and version >= (0, 10, 2) and (mode == "zookeeper" or version >= (3, 5)):
+        users = dict(SECURED_USERS)
+    return ApacheKafka(
+        release, mode=mode, brokers=1, startup_timeout=240.0, sasl_scram_users=users, ssl=secured
+    )
+
+
+def _start(release: str, mode: str, record: dict[str, Any]) -> ApacheKafka | None:
+    """The started cluster, secured if it can be; ``record`` says how the start went."""
     try:
+        kafka = _cluster(release, mode, secured=True)
         kafka.start()
+        return kafka
+    except BrokerStartError as exc:  # a cluster this release cannot run, or the secured listeners
+        first = exc
+    record["secured_start_error"] = str(first).splitlines()[0][:400]
+    try:
+        kafka = _cluster(release, mode, secured=False)
+        kafka.start()
+        return kafka
     except BrokerStartError as exc:
-        record["artifact"] = kafka.artifact
-        record["error"] = str(exc).splitlines()[0][:400]
+        record["error"] = str(exc).splitlines()[0][:600]
         record["output"] = str(exc)[-3000:]
+        return None
+
+
+def record_release(release: str, mode: str) -> dict[str, Any]:
+    """Start ``release`` in ``mode``, ask it everything the matrix records, stop it: the record."""
+    record: dict[str, Any] = {"release": release, "mode": mode, "started": False}
+    kafka = _start(release, mode, record)
+    if kafka is None:
         return record
     try:
         record.update(
-            artifact=kafka.artifact, started=True, startup_seconds=round(kafka.startup_seconds or 0, 1)
+            artifact=kafka.artifact,
+            java=kafka.java_feature,
+            started=True,
+            startup_seconds=round(kafka.startup_seconds or 0, 1),
         )
         _, host, port = kafka.broker_endpoints[0]
         record["broker"] = _answers(host, port)
         if kafka.controller_endpoints:
-            _, host, port = kafka.controller_endpoints[0]
-            record["controller"] = _answers(host, port)
+            _, chost, cport = kafka.controller_endpoints[0]
+            record["controller"] = _answers(chost, cport)
+            listed = (best_answer(record["controller"]) or {"apis": {}})["apis"].get("3")
+            if listed is not None:  # 2.8's controller still lists Metadata
+                record["controller_metadata"] = controller_metadata(chost, cport, listed[1])
+        if parse_release(release) >= (4,):
+            record["removed_versions"] = removed_versions(host, port)
+        record["inspect"] = inspect_outputs(kafka)
+        record["secured"] = secured_logins(kafka)
+        if mode != "zookeeper":
+            record["features"] = feature_upgrades(kafka)
     finally:
         kafka.stop()
     return record
@@ -92,7 +151,11 @@ def best_answer(answers: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def differences(release: str, kind: str, answer: dict[str, Any]) -> list[str]:
-    """Every difference between a real answer and the release table and emulator profile of ``release``."""
+    """Every API range in which a real answer differs from the release table's entry for ``release``.
+
+    The features and everything else the node answers are held to the emulator
+    on the wire (``matrix_checks.emulator_differences``).
+    """
     from kafkacompat.reference.api_names import API_NAMES
     from kafkacompat.testing.emulator.profile import profile_for
 
@@ -107,14 +170,6 @@ def differences(release: str, kind: str, answer: dict[str, Any]) -> list[str]:
         if real.get(key) != held.get(key):
             name = API_NAMES.get(key, "?")
             found.append(f"{name}({key}): real {_range(real.get(key))}, table {_range(held.get(key))}")
-    real_supported = {name: tuple(value) for name, value in answer["supported_features"].items()}
-    held_supported = {name: (r.lowest, r.highest) for name, r in profile.supported_features.items()}
-    if real_supported != held_supported:
-        found.append(f"supported features: real {real_supported}, emulator {held_supported}")
-    real_finalized = {name: value[1] for name, value in answer["finalized_features"].items()}
-    held_finalized = {name: level for name, level in profile.default_finalized.items() if level > 0}
-    if real_finalized != held_finalized:
-        found.append(f"finalized features after format: real {real_finalized}, emulator {held_finalized}")
     return found
 
 
@@ -128,15 +183,25 @@ def failure_cause(record: dict[str, Any]) -> str:
         match = _EXCEPTION.search(line)
         if match and not line.lstrip().startswith("at "):
             return match.group(0)[:300]
-    return "no exception in its output"
+    return _NO_EXCEPTION
 
 
-def summarize(record: dict[str, Any]) -> list[str]:
-    """The lines the matrix prints for one record."""
+def summarize(record: dict[str, Any], *, emulator: bool = True) -> list[str]:
+    """The lines the matrix prints for one record: the start, then every difference from the model."""
     head = f"{record['release']:>9} {record['mode']:<15}"
     if not record["started"]:
-        return [f"{head} did not start: {record.get('error', '?')}", f"    cause: {failure_cause(record)}"]
-    lines = [f"{head} started in {record['startup_seconds']:.1f}s"]
+        cause = failure_cause(record)  # the node's exception; a refused cluster's cause is its error
+        return [f"{head} did not start: {record.get('error', '?')}"] + (
+            [f"    cause: {cause}"] if cause != _NO_EXCEPTION else []
+        )
+    java = f" on Java {record['java']}" if record.get("java") else ""
+    lines = [f"{head} started in {record['startup_seconds']:.1f}s{java}"]
+    if record.get("secured_start_error"):
+        lines.append(f"    without SCRAM/SSL listeners: {record['secured_start_error']}")
+    failed_logins = {k: v for k, v in record.get("secured", {}).items() if v != "ok"}
+    if failed_logins:
+        lines.append(f"    secured listeners: {failed_logins}")
+    minor = minor_of(record["release"])
     for role in ("broker", "controller"):
         if role not in record:
             continue
@@ -146,6 +211,12 @@ def summarize(record: dict[str, Any]) -> list[str]:
             lines.append(f"    {role}: no ApiVersions answer read without error")
             continue
         found = differences(record["release"], kind, answer)
+        if emulator and record["mode"] != "kraft-combined":  # combined: test_emulator_matches_real
+            found += emulator_differences(minor, kind, record[role])
+        if role == "broker" and "removed_versions" in record:
+            found += removal_differences(minor, record["removed_versions"], answer["apis"])
+        if record["mode"] != "kraft-combined" and "inspect" in record:
+            found += guess_differences(minor, kind, record["inspect"].get(role))
         lines.append(f"    {role} ({kind}): {len(found)} difference(s) from the model")
         lines += [f"      {line}" for line in found]
     return lines
@@ -173,13 +244,19 @@ def _version(release: str) -> tuple[int, ...]:
     return tuple(int(part) for part in release.split("."))
 
 
-def measured_tables(records: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[dict[str, Any], str]]:
-    """(minor, kind) -> (the real answer, where it came from), preferring the split modes' pure nodes."""
+def measured_tables(
+    records: list[dict[str, Any]], last: tuple[int, ...] | None = _TABLE_LAST
+) -> dict[tuple[str, str], tuple[dict[str, Any], str]]:
+    """(minor, kind) -> (the real answer, where it came from), preferring the split modes' pure nodes.
+
+    Releases after ``last`` are left out (None: none is): releases.json holds up to 4.2, the
+    newer table generation (releases-4.3-4.4.json) the rest.
+    """
     found: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
     preference = {"zookeeper": 0, "kraft-split": 0, "kraft-combined": 1}
     ranked = sorted(records, key=lambda r: (preference[r["mode"]], _version(r["release"])))
     for record in ranked:
-        if not record["started"] or _version(minor_of(record["release"])) > _TABLE_LAST:
+        if not record["started"] or (last is not None and _version(minor_of(record["release"])) > last):
             continue
         for role in ("broker", "controller"):
             answer = best_answer(record.get(role, {}))
@@ -213,6 +290,70 @@ def apply_to_release_table(records: list[dict[str, Any]], table: Path) -> list[s
     return changed
 
 
+def measured_defaults(records: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """minor -> the features a KRaft broker of it finalized right after format (split mode's broker).
+
+    From the fullest ApiVersions answer without error (v4 lists every feature, v3 only
+    metadata.version).  kraft.version is not among them: a static quorum
+    (controller.quorum.voters, as the launcher writes) is formatted at level 0, which is not
+    listed (after an upgrade to 1, 3.9 and 4.1-4.4 list it; 4.0.2 does not).  Releases before
+    3.3 finalize nothing (metadata.version came with KIP-778).
+    """
+    found: dict[str, dict[str, int]] = {}
+    for record in sorted(records, key=lambda r: _version(r["release"])):
+        if record["mode"] != "kraft-split" or not record["started"]:
+            continue
+        answer = best_answer(record["broker"])
+        if answer is not None and answer["finalized_features"]:
+            levels = {name: value[1] for name, value in sorted(answer["finalized_features"].items())}
+            found[minor_of(record["release"])] = levels
+    return found
+
+
+_DEFAULTS_SOURCE = (
+    "Measured: the features a broker of each release finalized right after format "
+    "(kafka-storage format with a fresh cluster id and a static controller quorum; "
+    "ApiVersions of the broker of make real-kafka's kraft-split run, tests/data/real_kafka). "
+    "kraft.version is 0 with a static quorum, so not listed. Releases listed in "
+    "features-4.4.json's defaults are left to it."
+)
+
+
+def apply_defaults(records: list[dict[str, Any]], path: Path, known: set[str]) -> list[str]:
+    """Write the measured defaults of every release not in ``known`` to ``path`` (a feature input)."""
+    defaults = {minor: levels for minor, levels in measured_defaults(records).items() if minor not in known}
+    document = {"source": _DEFAULTS_SOURCE, "features": {}, "defaults": defaults}
+    path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    return [f"{minor}: {levels}" for minor, levels in defaults.items()]
+
+
+def start_table(records: list[dict[str, Any]]) -> list[str]:
+    """The start times as a Markdown table (docs/testing.md): release, artifact, Java, one column a mode."""
+    by_release: dict[str, dict[str, dict[str, Any]]] = {}
+    for record in records:
+        by_release.setdefault(record["release"], {})[record["mode"]] = record
+    lines = [
+        "| release | artifact | Java | zookeeper | kraft-combined | kraft-split |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for release in sorted(by_release, key=_version):
+        modes = by_release[release]
+        first = next(iter(modes.values()))
+        java = sorted({str(r["java"]) for r in modes.values() if r.get("java")})
+        cells = []
+        for mode in MODES:
+            found = modes.get(mode)
+            if found is None:
+                cells.append("-")
+            elif found["started"]:
+                cells.append(f"{found['startup_seconds']:.1f} s")
+            else:
+                cells.append("refused" if "can run only" in found.get("error", "") else "did not start")
+        artifact = str(first.get("artifact", "")).split(":")[1] if first.get("artifact") else "?"
+        lines.append(f"| {release} | {artifact} | {', '.join(java) or '-'} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def _records(out: Path) -> list[dict[str, Any]]:
     return [json.loads(path.read_text(encoding="utf-8")) for path in sorted(out.glob("*.json"))]
 
@@ -231,16 +372,34 @@ def main(argv: list[str] | None = None) -> int:
         "--summary", action="store_true", help="print the summary of the records in --out only"
     )
     parser.add_argument(
+        "--no-emulator", action="store_true", help="in --summary, leave out the emulator's answers"
+    )
+    parser.add_argument(
         "--apply-to", type=Path, metavar="RELEASES_JSON",
         help="replace the release table's ranges (vendor/kafka-protocol/releases.json) by the recorded ones",
     )  # fmt: skip
+    parser.add_argument(
+        "--apply-defaults-to", type=Path, metavar="FEATURES_JSON",
+        help="write the features each KRaft release finalizes after format (vendor/kafka-protocol/"
+        "features-measured.json)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--start-table", action="store_true", help="print the start times of --out as Markdown"
+    )
     args = parser.parse_args(argv)
+    if args.start_table:
+        print("\n".join(start_table(_records(args.out))))
+        return 0
+    if args.apply_defaults_to is not None:
+        known = set(json.loads((args.apply_defaults_to.parent / "features-4.4.json").read_text())["defaults"])
+        print("\n".join(apply_defaults(_records(args.out), args.apply_defaults_to, known)))
+        return 0
     if args.apply_to is not None:
         print("\n".join(apply_to_release_table(_records(args.out), args.apply_to)))
         return 0
     if args.summary:
         for record in _records(args.out):
-            print("\n".join(summarize(record)))
+            print("\n".join(summarize(record, emulator=not args.no_emulator)), flush=True)
         return 0
     return run_matrix(args.releases or list(LAST_PATCHES), args.out)
 

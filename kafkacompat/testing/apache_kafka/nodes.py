@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import base64
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from kafkacompat.testing.apache_kafka.jars import parse_release
+from kafkacompat.testing.apache_kafka.security import jaas_file_text, jaas_inline, jaas_settings
 
 __all__ = ["CONTROLLER_LISTENER", "Node", "jvm_command", "new_cluster_id", "write_logging"]
 
@@ -68,8 +72,11 @@ def write_logging(root: Path) -> None:
     (root / "log4j2.properties").write_text(_LOG4J2)
 
 
-def jvm_command(java: str, libs: Path, root: Path, main: str, *args: str, heap: str = "256m") -> list[str]:
-    """One JVM running ``main``: small heap, serial GC, quick start, logs to its own stderr."""
+def jvm_command(
+    java: str, libs: Path, root: Path, main: str, *args: str, heap: str = "256m", options: Sequence[str] = ()
+) -> list[str]:
+    """One JVM running ``main``: small heap, serial GC, quick start, logs to its own stderr; ``options``
+    are further JVM options."""
     return [
         java,
         f"-Xmx{heap}",
@@ -88,6 +95,7 @@ def jvm_command(java: str, libs: Path, root: Path, main: str, *args: str, heap: 
         "-Dorg.slf4j.simpleLogger.showDateTime=true",
         f"-Dkafka.logs.dir={root / 'logs'}",
         "-Dzookeeper.admin.enableServer=false",
+        *options,
         "-cp",
         str(libs / "*"),
         main,
@@ -105,8 +113,11 @@ class Node:
     controller_port: int | None = None  # a combined node's controller listener
     release: str = ""
     extra: dict[str, str] = field(default_factory=dict)
-    sasl_port: int | None = None  # a SASL_PLAINTEXT listener (PLAIN) beside PLAINTEXT, brokers only
-    sasl_users: dict[str, str] = field(default_factory=dict)
+    sasl_port: int | None = None  # a SASL_PLAINTEXT listener beside PLAINTEXT, brokers only
+    sasl_users: dict[str, str] = field(default_factory=dict)  # PLAIN's users and passwords
+    scram: bool = False  # SCRAM-SHA-256 and -512 on the SASL listener (users live in the metadata)
+    ssl_port: int | None = None  # an SSL listener beside PLAINTEXT, brokers only
+    ssl_settings: tuple[str, ...] = ()  # its keystore (security.make_broker_tls)
 
     @property
     def name(self) -> str:
@@ -119,6 +130,15 @@ class Node:
     @property
     def is_controller(self) -> bool:
         return self.role in ("controller", "combined")
+
+    def jaas_path(self, root: Path) -> Path:
+        return root / f"{self.name}-jaas.conf"
+
+    def jvm_options(self, root: Path) -> list[str]:
+        """JVM options of this node's process: the JAAS file, for SASL on releases before 1.1."""
+        if self.sasl_port is not None and not jaas_inline(parse_release(self.release)):
+            return [f"-Djava.security.auth.login.config={self.jaas_path(root)}"]
+        return []
 
     def config_path(self, root: Path) -> Path:
         return root / f"{self.name}.properties"
@@ -141,12 +161,12 @@ class Node:
             if self.serves_clients:
                 lines += _BROKER_DEFAULTS
         if self.sasl_port is not None:
-            users = " ".join(f'user_{name}="{secret}"' for name, secret in sorted(self.sasl_users.items()))
-            lines += [
-                "sasl.enabled.mechanisms=PLAIN",
-                "listener.name.sasl_plaintext.plain.sasl.jaas.config="
-                f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};",
-            ]
+            inline = jaas_inline(parse_release(self.release))
+            lines += jaas_settings("SASL_PLAINTEXT", self.sasl_users, self.scram, inline=inline)
+            if not inline:
+                self.jaas_path(root).write_text(jaas_file_text(self.sasl_users, self.scram))
+        if self.ssl_port is not None:
+            lines += self.ssl_settings
         lines += [f"{key}={value}" for key, value in self.extra.items()]
         path.write_text("\n".join(lines) + "\n")
         return path
@@ -155,6 +175,8 @@ class Node:
         listeners = f"PLAINTEXT://{host}:{self.port}"
         if self.sasl_port is not None:
             listeners += f",SASL_PLAINTEXT://{host}:{self.sasl_port}"
+        if self.ssl_port is not None:
+            listeners += f",SSL://{host}:{self.ssl_port}"
         return listeners
 
     def _listeners(self, host: str, zookeeper: str | None, voters: str | None) -> list[str]:
@@ -172,7 +194,7 @@ class Node:
             f"node.id={self.node_id}",
             f"controller.quorum.voters={voters}",
             f"controller.listener.names={CONTROLLER_LISTENER}",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,"
             f"{CONTROLLER_LISTENER}:PLAINTEXT",
         ]
         if self.role == "controller":

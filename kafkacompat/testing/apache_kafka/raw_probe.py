@@ -15,11 +15,11 @@ import struct
 import time
 from typing import Any
 
-from kafkacompat.errors import KafkaCompatError
+from kafkacompat.errors import BrokerStartError, KafkaCompatError
 from kafkacompat.protocol import framing
-from kafkacompat.protocol.messages import ApiKey, ApiVersionsResponse
+from kafkacompat.protocol.messages import ApiKey, ApiVersionsResponse, MetadataRequest, MetadataResponse
 
-__all__ = ["ask_api_versions", "decode_api_versions", "request_bytes"]
+__all__ = ["ask_api_versions", "decode_api_versions", "metadata", "request_bytes"]
 
 _API_VERSIONS = int(ApiKey.API_VERSIONS)
 _CLIENT_ID = b"kafkacompat-matrix"
@@ -98,3 +98,23 @@ def _plain(response: ApiVersionsResponse) -> dict[str, Any]:
         },
         "finalized_features_epoch": response.finalized_features_epoch,
     }
+
+
+def metadata(host: str, port: int, version: int, correlation_id: int, timeout: float) -> MetadataResponse:
+    """One blocking Metadata exchange asking for no topic (all topics at v0, where no list means all)."""
+    frame = framing.encode_request(MetadataRequest(topics=[]), version, correlation_id, "kafkacompat-probe")
+    deadline = time.monotonic() + timeout
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(frame)
+        splitter = framing.FrameSplitter()
+        while True:
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise BrokerStartError(f"{host}:{port} closed the connection during the Metadata probe")
+            frames = splitter.feed(chunk)
+            if frames:
+                got, response = framing.decode_response(frames[0], MetadataResponse, version)
+                if got != correlation_id:
+                    raise BrokerStartError(f"the Metadata probe was answered with correlation id {got}")
+                return response

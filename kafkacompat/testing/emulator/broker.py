@@ -3,10 +3,12 @@
 Theory.  All protocol decisions live in ``Connection``; this module only moves
 bytes and time.  The loop per connection reads what arrived, hands it to the
 connection and carries out the actions in order: send bytes, sleep, close
-(with an RST for a reset: SO_LINGER 0), or stall (the connection ignores
-everything after; the loop keeps reading only to notice the peer leave).
-Nothing here loops without reading from the peer, so a connection ends when
-the client goes, when a fault closes it, or when the broker stops.
+(with an RST for a reset: SO_LINGER 0), stall (the connection ignores
+everything after; the loop keeps reading only to notice the peer leave), or
+freeze (the loop stops reading too, as a hung process does, until the broker
+stops or drops its connections).  Nothing else here loops without reading
+from the peer, so a connection ends when the client goes, when a fault closes
+it, or when the broker stops.
 
 The broker listens on loopback unless told otherwise explicitly: an emulator
 of failure modes has no business on a real network.  Its profile can be
@@ -27,7 +29,7 @@ import trio
 
 from kafkacompat.errors import EmulatorConfigError
 from kafkacompat.testing.emulator.connection import Connection, RequestRecord
-from kafkacompat.testing.emulator.faults import Close, Fault, FaultPlan, Send, Sleep, Stall
+from kafkacompat.testing.emulator.faults import Close, Fault, FaultPlan, Freeze, Send, Sleep, Stall
 from kafkacompat.testing.emulator.handlers import Handler
 from kafkacompat.testing.emulator.profile import BrokerProfile
 from kafkacompat.testing.emulator.sasl import SaslConfig
@@ -81,6 +83,7 @@ class EmulatedBroker:
             self.bind_host = "127.0.0.1"
         self.requests: collections.deque[RequestRecord] = collections.deque(maxlen=_LOG_LIMIT)
         self.connections_accepted = 0
+        self.listening = False  # True from the moment it listens until its listeners are closed
         self._scope: trio.CancelScope | None = None
         self._connection_scopes: set[trio.CancelScope] = set()
 
@@ -141,6 +144,7 @@ class EmulatedBroker:
         with trio.CancelScope() as scope:
             self._scope = scope
             listeners = await self._listen()
+            self.listening = True
             try:
                 self.node.port = listeners[0].socket.getsockname()[1]
                 async with trio.open_nursery() as nursery:
@@ -148,8 +152,11 @@ class EmulatedBroker:
                     for listener in listeners:
                         nursery.start_soon(self._accept_loop, listener, nursery)
             finally:
-                for listener in listeners:
-                    await trio.aclose_forcefully(listener)
+                try:
+                    for listener in listeners:
+                        await trio.aclose_forcefully(listener)
+                finally:
+                    self.listening = False
 
     async def _listen(self) -> list[trio.SocketListener]:
         """Bind the node's port; a port in use or forbidden is an ``EmulatorConfigError``, in one line."""
@@ -207,3 +214,5 @@ class EmulatedBroker:
                     return
                 elif isinstance(action, Stall):
                     break  # keep reading; the connection ignores the rest
+                elif isinstance(action, Freeze):
+                    await trio.sleep_forever()  # neither read nor answer: the client's writes back up

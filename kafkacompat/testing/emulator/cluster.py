@@ -159,6 +159,10 @@ class EmulatedCluster:
         else:
             self.state.coordinator_errors[key] = error_code
 
+    def swap_node_ids(self, first: int, second: int) -> None:
+        """Two brokers trade node ids, keeping their addresses (see ``ClusterState.swap_node_ids``)."""
+        self.state.swap_node_ids(first, second)
+
     def upgrade(self, node_id: int, release: ReleaseSpec, kind: str | None = None) -> None:
         """Restart one node as another release (rolling upgrade step)."""
         self.broker(node_id).restart(parse_profile_spec(release, kind))

@@ -64,6 +64,7 @@ from kafkacompat.testing.emulator.faults import (
     Fault,
     FaultKind,
     FaultPlan,
+    Freeze,
     Send,
     Stall,
     apply_fault,
@@ -150,7 +151,7 @@ class Connection:
         actions: list[Action] = []
         for frame in frames:
             actions += self._frame(frame)
-            if any(isinstance(a, Close | Stall) for a in actions):
+            if any(isinstance(a, Close | Stall | Freeze) for a in actions):
                 self.finished = True
                 break
         return actions
@@ -185,7 +186,7 @@ class Connection:
             actions: list[Action] = [Send(outcome.reply)] if outcome.reply is not None else []
         else:
             actions = apply_fault(fault, outcome.reply)
-        if outcome.close and not any(isinstance(a, Close | Stall) for a in actions):
+        if outcome.close and not any(isinstance(a, Close | Stall | Freeze) for a in actions):
             actions.append(Close())
         return actions
 

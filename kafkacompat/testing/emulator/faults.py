@@ -8,7 +8,11 @@ request and still has firings left is the one applied, and only that one.
 
 Applying a fault is pure: ``apply_fault`` takes the reply the broker would
 have sent (or None when the fault replaces processing) and returns the
-actions for the connection loop (``Send``, ``Sleep``, ``Close``, ``Stall``).
+actions for the connection loop (``Send``, ``Sleep``, ``Close``, ``Stall``,
+``Freeze``).  Stalling and freezing both leave the client without an answer on
+an open connection; a stalled broker goes on reading (a client's writes
+always succeed), a frozen one stops reading too, as a process that hangs
+mid-stream does: the client's writes then fill the socket buffers and block.
 Faults that pose as other software are faults like any other:
 
 - Azure Event Hubs resets the connection on flexible ApiVersions: a ``RESET``
@@ -41,6 +45,7 @@ __all__ = [
     "Fault",
     "FaultKind",
     "FaultPlan",
+    "Freeze",
     "Send",
     "Sleep",
     "Stall",
@@ -81,7 +86,12 @@ class Stall:
     """Never answer again; keep the connection open until the peer goes."""
 
 
-Action = Send | Sleep | Close | Stall
+@dataclass(frozen=True, slots=True)
+class Freeze:
+    """Stop reading and answering; keep the connection open (until the broker stops or drops it)."""
+
+
+Action = Send | Sleep | Close | Stall | Freeze
 Versions = VersionRange | tuple[int, int] | None
 
 
@@ -93,6 +103,8 @@ class FaultKind(enum.StrEnum):
     CLOSE_AFTER_BYTES = "close-after-bytes"  # send the first N bytes of the reply, then close
     RESET = "reset"  # reset the connection (RST) without a reply
     STALL = "stall"  # never reply; keep the connection open
+    FREEZE = "freeze"  # stop reading and replying mid-stream; keep the connection open
+    RESET_AFTER_BYTES = "reset-after-bytes"  # send the first N bytes of the reply, then reset (RST)
     DELAY = "delay"  # reply after a delay
     GARBAGE = "garbage"  # send bytes that are not a Kafka frame instead of the reply
     TLS = "tls"  # send a TLS alert instead of the reply, then close
@@ -103,7 +115,7 @@ class FaultKind(enum.StrEnum):
 
 
 # Kinds that act instead of the broker's own processing of the request.
-_REPLACES_PROCESSING = frozenset({FaultKind.CLOSE, FaultKind.RESET, FaultKind.STALL})
+_REPLACES_PROCESSING = frozenset({FaultKind.CLOSE, FaultKind.RESET, FaultKind.STALL, FaultKind.FREEZE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +185,16 @@ class Fault:
     def stall(cls, api_key: int | None = None, *, versions: Versions = None, skip: int = 0,
               times: int | None = None) -> Fault:
         return cls(FaultKind.STALL, api_key, _range(versions), skip, times)
+
+    @classmethod
+    def freeze(cls, api_key: int | None = None, *, versions: Versions = None, skip: int = 0,
+               times: int | None = None) -> Fault:
+        return cls(FaultKind.FREEZE, api_key, _range(versions), skip, times)
+
+    @classmethod
+    def reset_after_bytes(cls, nbytes: int, api_key: int | None = None, *, versions: Versions = None,
+                          skip: int = 0, times: int | None = None) -> Fault:
+        return cls(FaultKind.RESET_AFTER_BYTES, api_key, _range(versions), skip, times, nbytes=nbytes)
 
     @classmethod
     def delay(cls, seconds: float, api_key: int | None = None, *, versions: Versions = None,
@@ -281,11 +303,15 @@ def apply_fault(fault: Fault, reply: bytes | None) -> list[Action]:
         return [Close(reset=True)]
     if kind is FaultKind.STALL:
         return [Stall()]
+    if kind is FaultKind.FREEZE:
+        return [Freeze()]
     if kind is FaultKind.DELAY:
         delayed: list[Action] = [Sleep(fault.seconds)]
         return [*delayed, Send(reply)] if reply is not None else delayed
     if kind is FaultKind.CLOSE_AFTER_BYTES:
         return [Send((reply or b"")[: fault.nbytes]), Close()]
+    if kind is FaultKind.RESET_AFTER_BYTES:
+        return [Send((reply or b"")[: fault.nbytes]), Close(reset=True)]
     if kind is FaultKind.GARBAGE:
         return [Send(fault.payload)]
     if kind in (FaultKind.TLS, FaultKind.HTTP):

@@ -174,6 +174,8 @@ def metadata(request: Request) -> KafkaMessage:
     body = request.body
     assert isinstance(body, MetadataRequest)
     state, version = request.state, request.version
+    if request.node.profile.is_controller:  # only 2.8's controller lists Metadata
+        return _early_controller_metadata(request)
     response = MetadataResponse(
         brokers=[
             MetadataResponse.MetadataResponseBroker(node_id=n.node_id, host=n.host, port=n.port, rack=n.rack)
@@ -191,6 +193,27 @@ def metadata(request: Request) -> KafkaMessage:
         ]
     response.topics = [_topic(state, name, version) for name in wanted]
     return response
+
+
+def _early_controller_metadata(request: Request) -> MetadataResponse:
+    """Metadata as Kafka 2.8's controller answers it (seen on a real 2.8.2 node, make real-kafka).
+
+    The quorum's voters as the brokers, named as the controller resolves their
+    address back (127.0.0.1 is ``localhost``), the cluster id, the node's own id
+    as the controller id when it is the active controller (else -1), no topic.
+    """
+    state = request.state
+    return MetadataResponse(
+        brokers=[
+            MetadataResponse.MetadataResponseBroker(
+                node_id=n.node_id, host="localhost" if n.host == "127.0.0.1" else n.host, port=n.port
+            )
+            for n in state.controllers()
+        ],
+        cluster_id=state.cluster_id if request.version >= 2 else None,
+        controller_id=request.node.node_id if request.node.node_id == state.controller_id else -1,
+        topics=[],
+    )
 
 
 def _topic(state: ClusterState, name: str, version: int) -> MetadataResponse.MetadataResponseTopic:

@@ -137,6 +137,22 @@ class ClusterState:
         brokers = self.brokers()
         return brokers[0].node_id if brokers else -1
 
+    def swap_node_ids(self, first: int, second: int) -> None:
+        """Two nodes trade ids, each keeping its address and release: brokers that moved.
+
+        A client that read Metadata before sends each node's traffic to the other
+        one's address, where the broker now answers for the other id (KIP-1242's
+        misrouting: a 4.4 broker refuses the identity, an older one cannot tell).
+        """
+        for node_id in (first, second):
+            if node_id not in self.nodes:
+                raise EmulatorConfigError(f"no node {node_id} in this cluster")
+        a, b = self.nodes[first], self.nodes[second]
+        a.node_id, b.node_id = second, first
+        self.nodes[first], self.nodes[second] = b, a
+        if self.controller_id in (first, second):
+            self.controller_id = second if self.controller_id == first else first
+
     # -- coordinators ----------------------------------------------------------------------
 
     def coordinator_for(self, key: str) -> Node | None:

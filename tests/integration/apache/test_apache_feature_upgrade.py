@@ -8,8 +8,6 @@ ConsumerGroupHeartbeat (KIP-848) become usable.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from kafkacompat.blocking.probe import probe_broker
@@ -17,18 +15,12 @@ from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import UnsupportedVersionError
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.testing import ApacheKafka
-from tests.integration.apache.conftest import started
 from tests.integration.cli.cli_runner import FAST, Runner
 
 pytestmark = pytest.mark.broker
 
 END_TXN, CONSUMER_GROUP_HEARTBEAT = 26, 68
 TV, GV = "transaction.version", "group.version"
-
-
-@pytest.fixture(scope="module")
-def scratch() -> Iterator[ApacheKafka]:
-    yield from started(ApacheKafka("4.0.2", mode="kraft-combined", features={TV: 0, GV: 0}))
 
 
 def _probe(kafka: ApacheKafka) -> BrokerCapabilities:

@@ -10,8 +10,6 @@ from kafkacompat._cache import cache_root
 from kafkacompat.errors import BrokerStartError, ReleaseDownloadError
 from kafkacompat.testing import ApacheKafka
 from kafkacompat.testing.apache_kafka import modes_of
-from tests.integration.apache.conftest import warm_up
-from tests.integration.cli.cli_runner import FAST, Runner
 
 pytestmark = pytest.mark.broker
 
@@ -26,6 +24,19 @@ def test_modes_follow_the_release() -> None:
         ApacheKafka("latest")
     with pytest.raises(BrokerStartError, match="KRaft format options"):
         ApacheKafka("3.9.2", mode="zookeeper", release_version="3.9-IV0")
+
+
+@pytest.mark.parametrize(
+    ("mode", "brokers"), [("kraft-split", 1), ("kraft-combined", 2)], ids=["split", "combined-2-brokers"]
+)
+def test_kafka_2_8_kraft_runs_only_its_sole_voter_and_says_why(mode: str, brokers: int) -> None:
+    ApacheKafka("2.8.2", mode="kraft-combined")  # one node, broker and controller: it runs (matrix)
+    with pytest.raises(BrokerStartError) as refused:
+        ApacheKafka("2.8.2", mode=mode, brokers=brokers)
+    message = str(refused.value)
+    assert message.startswith("Apache Kafka 2.8.2's KRaft (early access) can run only one node")
+    assert "DataInputStreamReadable.remaining() is InputStream.available()" in message
+    assert "RegisterBrokerRecord" in message
 
 
 def test_a_release_maven_central_does_not_have_is_a_download_error_naming_it() -> None:
@@ -49,26 +60,3 @@ def test_stopping_leaves_no_process_and_no_file() -> None:
             os.kill(pid, 0)
     assert not workdir.exists()
     assert kafka.pids == {} and not kafka.running
-
-
-async def test_a_sasl_plain_listener_lets_the_right_user_in(
-    cli: Runner, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    kafka = ApacheKafka("3.9.2", mode="kraft-combined", sasl_plain_users={"alice": "alice-secret"})
-    with kafka:
-        assert kafka.sasl_bootstrap is not None and kafka.sasl_bootstrap != kafka.bootstrap
-        warm_up(kafka)  # the offsets topic exists: a coordinator answers
-        login = (
-            "--sasl-mechanism",
-            "PLAIN",
-            "--sasl-username",
-            "alice",
-            "--sasl-password-env",
-            "ALICE_PASSWORD",
-        )
-        monkeypatch.setenv("ALICE_PASSWORD", "alice-secret")
-        good = await cli("coordinators", kafka.sasl_bootstrap, "--group", "g", *login, *FAST)
-        assert good.code == 0, good.output
-        monkeypatch.setenv("ALICE_PASSWORD", "wrong")
-        bad = await cli("coordinators", kafka.sasl_bootstrap, "--group", "g", *login, *FAST)
-        assert bad.code != 0 and "Authentication" in bad.output, bad.output

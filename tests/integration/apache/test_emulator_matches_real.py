@@ -1,7 +1,7 @@
 """Each emulated release answers the raw ApiVersions battery (v0 to v5) as the real release did.
 
 The real answers are the matrix's records (tests/data/real_kafka, ``make
-real-kafka``); no JVM runs here.  For every release up to 4.2 and every node
+real-kafka``); no JVM runs here.  For every release up to 4.4 and every node
 kind the matrix ran, the emulator of that release and kind is asked the same
 six requests: the same outcome (answered, closed, silent), the same error
 code, API ranges and features.  The finalized-features epoch is an offset of
@@ -17,13 +17,15 @@ from typing import Any
 import pytest
 
 from kafkacompat.testing.apache_kafka.matrix import REQUEST_VERSIONS, minor_of, node_kind
+from kafkacompat.testing.apache_kafka.matrix_checks import comparable
+from kafkacompat.testing.apache_kafka.matrix_probes import controller_metadata
 from kafkacompat.testing.apache_kafka.raw_probe import ask_api_versions
 from kafkacompat.testing.emulator import ThreadedCluster
 
 pytestmark = pytest.mark.broker
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "real_kafka"
-LAST_EMULATED = (4, 2)  # 4.3 and 4.4 profiles come with the newer table generation
+LAST_EMULATED = (4, 4)
 
 
 def _records() -> list[dict[str, Any]]:
@@ -31,13 +33,18 @@ def _records() -> list[dict[str, Any]]:
 
 
 def _cases() -> list[tuple[str, str, dict[str, Any]]]:
-    """Every pure node (a ZooKeeper broker, a split broker or controller) of a release up to 4.2."""
+    """Every pure node (a ZooKeeper broker, a split broker or controller) of a release up to 4.4,
+    and 2.8's combined node."""
     cases = []
-    for record in _records():
+    records = _records()
+    split = {r["release"] for r in records if r["mode"] == "kraft-split" and r["started"]}
+    for record in records:
         minor = minor_of(record["release"])
         if not record["started"] or tuple(map(int, minor.split("."))) > LAST_EMULATED:
             continue
-        if record["mode"] == "kraft-combined":  # its listeners, next to the split ones, below
+        # A combined node's listeners are compared with the split ones' below; 2.8 has no split
+        # cluster (its KRaft runs only a sole broker-controller), so its combined node is the case.
+        if record["mode"] == "kraft-combined" and record["release"] in split:
             continue
         for role in ("broker", "controller"):
             if role in record:
@@ -54,21 +61,6 @@ def _cases() -> list[tuple[str, str, dict[str, Any]]]:
 CASES = _cases()
 
 
-def _comparable(answer: dict[str, Any]) -> dict[str, Any]:
-    decoded = answer.get("decoded")
-    if decoded is None:
-        return {"outcome": answer["outcome"]}
-    return {
-        "outcome": answer["outcome"],
-        "decoded_as": answer.get("decoded_as"),
-        "error_code": decoded["error_code"],
-        "apis": decoded["apis"],
-        "supported_features": decoded["supported_features"],
-        "finalized_features": decoded["finalized_features"],
-        "reports_epoch": decoded["finalized_features_epoch"] >= 0,
-    }
-
-
 def test_there_are_real_answers_to_hold_the_emulator_to() -> None:
     assert len(CASES) >= 40
 
@@ -81,7 +73,7 @@ def test_the_emulator_answers_as_the_real_release(label: str, kind: str, real: d
         host, port = cluster.bootstrap.rsplit(":", 1)
         for version in REQUEST_VERSIONS:
             emulated = ask_api_versions(host, int(port), version, timeout=2.0)
-            assert _comparable(emulated) == _comparable(real[f"v{version}"]), f"ApiVersions v{version}"
+            assert comparable(emulated) == comparable(real[f"v{version}"]), f"ApiVersions v{version}"
     finally:
         cluster.close()
 
@@ -105,3 +97,23 @@ def test_a_combined_node_answers_as_the_split_nodes_but_3_0_to_3_2_hide_describe
             del broker["55"]  # DescribeQuorum: only a broker-only node lists it there
         assert _apis(combined, "broker") == broker, release
     assert compared >= 15
+
+
+EARLY_CONTROLLERS = [r for r in _records() if "controller_metadata" in r]
+
+
+def test_the_early_controller_that_lists_metadata_is_recorded() -> None:
+    assert [r["release"] for r in EARLY_CONTROLLERS] == ["2.8.2"]  # 3.0 on: no Metadata on controllers
+
+
+@pytest.mark.parametrize("record", EARLY_CONTROLLERS, ids=lambda r: f"{r['release']}-{r['mode']}")
+def test_an_emulated_2_8_controller_answers_metadata_as_the_real_one(record: dict[str, Any]) -> None:
+    """Real 2.8.2: its voters as the brokers (localhost, the controller port), its id as controller."""
+    cluster = ThreadedCluster(f"{minor_of(record['release'])}/kraft-controller").start()
+    try:
+        host, port = cluster.bootstrap.rsplit(":", 1)
+        real = record["controller_metadata"]
+        highest = max(int(version[1:]) for version in real)
+        assert controller_metadata(host, int(port), highest) == real
+    finally:
+        cluster.close()

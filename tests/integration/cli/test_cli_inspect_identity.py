@@ -53,3 +53,55 @@ async def test_another_cluster_is_a_one_line_error(emulated_cluster: Any, cli: R
     (line,) = result.stderr.strip().splitlines()
     assert "wrong cluster" in line and "someone-else" in line and CLUSTER in line
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("release", "status", "checked_by"),
+    [("4.4/kraft-broker", "confirmed", "broker"), ("4.3/kraft-broker", "client-checked", "client")],
+)
+async def test_an_expected_cluster_is_checked_by_the_broker_or_by_the_client(
+    emulated_cluster: Any, cli: Runner, release: str, status: str, checked_by: str
+) -> None:
+    cluster = await emulated_cluster([release, release])
+    expecting = ("--expect-cluster-id", CLUSTER, "--all-brokers", "--quiet")
+    result = await cli("inspect", cluster.brokers[0].address, *expecting, "--format", "json", *FAST)
+    assert result.code == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["expected_cluster_id"] == CLUSTER
+    identities = [broker["identity"] for broker in document["brokers"]]
+    assert [(i["status"], i["checked_by"]) for i in identities] == [(status, checked_by)] * 2
+    result = await cli("inspect", cluster.brokers[0].address, *expecting, *FAST)
+    if checked_by == "client":
+        line = (
+            f"Identity: checked by the client: Metadata read on this connection names this node of cluster "
+            f"{CLUSTER} at this address (the broker speaks ApiVersions up to v4: it cannot confirm itself)"
+        )
+        assert result.stdout.count(line) == 2, result.stdout
+    else:
+        assert result.stdout.count("Identity: the broker confirmed it is node ") == 2, result.stdout
+
+
+@pytest.mark.parametrize(
+    ("release", "checked_by"), [("4.4/kraft-broker", "broker"), ("4.3/kraft-broker", "client")]
+)
+async def test_a_broker_named_at_another_clusters_address_fails_alone(
+    emulated_cluster: Any, cli: Runner, release: str, checked_by: str
+) -> None:
+    """Node 2's advertised address is another cluster's broker: a 4.4 one refuses the identity
+    (REBOOTSTRAP_REQUIRED), a 4.3 one is caught by the client's Metadata check; node 1 is fine."""
+    cluster = await emulated_cluster([release, release])
+    other = await emulated_cluster([release], cluster_id="someone-else", first_node_id=7)
+    stray = cluster.state.nodes[2]
+    stray.host, stray.port = other.brokers[0].host, other.brokers[0].port
+    expecting = ("--expect-cluster-id", CLUSTER, "--all-brokers", "--quiet")
+    result = await cli("inspect", cluster.brokers[0].address, *expecting, *FAST)
+    assert result.code == 1, result.output
+    (note,) = result.stderr.strip().splitlines()
+    assert note.startswith("kafkacompat inspect: 1 of 2 broker(s) could not be inspected: node 2 at "), note
+    if checked_by == "broker":
+        assert "REBOOTSTRAP_REQUIRED" in note and f"node 2 of cluster {CLUSTER}" in note, note
+    else:
+        assert "belongs to cluster someone-else" in note and CLUSTER in note, note
+    assert "Traceback" not in result.output
+    answered = [r for r in other.requests if r.api_key == 18]
+    assert answered, "node 2's connection reached the other cluster's broker"

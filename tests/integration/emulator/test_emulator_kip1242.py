@@ -10,9 +10,12 @@ import dataclasses
 import pytest
 import trio
 
+from kafkacompat.blocking.connection import BlockingConnection
 from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import ClusterMismatchError
 from kafkacompat.negotiation.handshake_config import HandshakeConfig
+from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
+from kafkacompat.testing.emulator import ThreadedCluster
 from kafkacompat.transport.cluster import connect
 
 CONFIG = ConnectionConfig(connect_timeout=5, request_timeout=5)
@@ -87,3 +90,22 @@ async def test_rebootstrap_required_reads_metadata_again_and_finds_the_node(emul
     refused = [r for r in emulated.brokers[0].requests if r.api_key == 18 and r.api_version == 5]
     outcomes = [r.outcome for r in refused]
     assert any("129" in outcome or "REBOOTSTRAP" in outcome for outcome in outcomes), outcomes
+
+
+def test_a_blocking_connection_takes_an_identity_and_the_memory_as_the_others_do() -> None:
+    memory = ApiVersionsMemory()
+    with ThreadedCluster(["4.3/kraft-broker", "4.4/kraft-broker"]) as emulated:
+        seen = []
+        for broker in emulated.brokers * 2:
+            conn = BlockingConnection(broker.host, broker.port, CONFIG, node_id=broker.node_id)
+            conn.identity = BrokerIdentity("kafkacompat-emulated", broker.node_id)
+            conn.api_versions_memory = memory
+            with conn:
+                conn.open()
+                assert conn.handshake is not None
+                seen.append((attempts(conn), conn.handshake.transcript.identity_sent))
+    old, new = [(5, "unsupported-version"), (4, "ok")], [(5, "ok")]
+    assert seen == [
+        (old, None), (new, BrokerIdentity("kafkacompat-emulated", 2)),  # first meetings
+        ([(4, "ok")], None), (new, BrokerIdentity("kafkacompat-emulated", 2)),  # the 4.3 one remembered
+    ]

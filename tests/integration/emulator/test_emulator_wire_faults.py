@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import errno
+import socket
 
 import pytest
 import trio
+import trio.lowlevel
 
 from kafkacompat.protocol import framing
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest
@@ -137,6 +139,37 @@ async def test_event_hubs_resets_v3_and_answers_v0(emulated_cluster: object) -> 
         async with await WireClient.connect(cluster.bootstrap) as client:
             _, reply = await client.request(ApiVersionsRequest(), 0)
             assert reply.error_code == 0 and reply.api_keys
+
+
+async def _bytes_taken_after(fault: Fault, emulated_cluster: object) -> int:
+    """How many bytes the socket takes, unanswered, after the request that sets ``fault`` off."""
+    cluster = await started(emulated_cluster, fault)
+    host, port = cluster.bootstrap.split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(framing.encode_request(MetadataRequest(topics=[]), 9, 1, "t"))
+        await trio.sleep(0.2)  # the broker reads it and applies the fault
+        sock.setblocking(False)
+        taken, chunk = 0, b"\x00" * 65536
+        while taken < 64 * 1024 * 1024:
+            for _ in range(20):  # full buffers: a second for a broker that reads to drain them
+                try:
+                    taken += sock.send(chunk)
+                    break
+                except BlockingIOError:
+                    await trio.sleep(0.05)
+            else:
+                return taken  # nothing read them
+            await trio.lowlevel.checkpoint()
+        return taken
+
+
+async def test_freeze_stops_reading_so_the_clients_writes_back_up(emulated_cluster: object) -> None:
+    with trio.fail_after(30):
+        frozen = await _bytes_taken_after(Fault.freeze(3), emulated_cluster)
+        stalled = await _bytes_taken_after(Fault.stall(3), emulated_cluster)
+    # A stalled broker goes on reading (64 MiB went in); a frozen one took what the socket
+    # buffers hold, a few MiB at most on loopback.
+    assert stalled >= 64 * 1024 * 1024 and frozen < 16 * 1024 * 1024, (frozen, stalled)
 
 
 async def test_tansu_answers_v5_with_a_v3_body(emulated_cluster: object) -> None:

@@ -400,7 +400,7 @@ async def test_backoff_runs_on_the_loops_clock(autojump_clock: trio.testing.Mock
     """Minutes of backoff between rounds pass at once on trio's autojump clock: trio code
     sleeps and times itself on the loop's clock, never the wall clock."""
     slow = ConnectionConfig(
-        connect_timeout=5.0, request_timeout=10.0,
+        connect_timeout=5.0, request_timeout=10.0, call_timeout=600.0,  # the lookup's deadline: after 150 s
         retry=RetryPolicy(attempts=4, initial_backoff=30.0, max_backoff=60.0, jitter=0.0),
     )
     fake = FakeCluster(fake_node(1))

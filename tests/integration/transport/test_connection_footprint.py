@@ -21,7 +21,9 @@ from tests.support.connection_footprint import NOT_FOR_A_PLAIN_CONNECTION, added
 # which the package face held before, and the connection kit's package (the blocking
 # driver's own package replaces transport's); `make bench` showed the RSS targets still held.
 # One more for each: negotiation.handshake_identity (KIP-1242).
-BUDGET = {"trio": 42, "blocking": 37, "probe": 38}
+# Two more for each: protocol.codec_path and the native reader protocol._native (issue 28), which
+# every generated message module installs its readers through.
+BUDGET = {"trio": 44, "blocking": 39, "probe": 40}
 
 
 @pytest.mark.broker

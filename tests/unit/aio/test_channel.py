@@ -99,3 +99,29 @@ def test_close_ends_a_pending_remainder_and_the_socket() -> None:
             assert channel._sock.fileno() == -1
 
     asyncio.run(main())
+
+
+def test_a_read_cancelled_as_its_bytes_arrive_leaves_them_for_the_next_read() -> None:
+    """A timeout that cancels a read in the very turn of the loop its reply arrives in (the
+    handshake's quiet period ending as ApiVersions is answered) must not drop the reply: the
+    next read gets it.  With ``loop.sock_recv`` the bytes were taken and lost, and the
+    handshake then saw the Metadata probe answered first and took a starting 3.0 broker for 0.9."""
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for _ in range(20):
+            channel, peer = await _pair()
+            with peer:
+                reading = loop.create_task(channel.read())
+                await asyncio.sleep(0)  # the read now waits for the socket
+                await asyncio.sleep(0)
+                peer.sendall(b"the reply")
+                # Due at once: the loop runs it in the same turn as the socket's readiness.
+                loop.call_at(loop.time(), reading.cancel)
+                with pytest.raises(asyncio.CancelledError):
+                    await reading
+                async with asyncio.timeout(5):
+                    assert await channel.read() == b"the reply"
+                await channel.close()
+
+    asyncio.run(main())

@@ -55,12 +55,15 @@ def test_bootstrap_missing_or_given_twice() -> None:
 
 def test_bootstrap_servers_from_the_command_config(tmp_path: Path) -> None:
     config = write(
-        tmp_path / "c.properties", "bootstrap.servers=h:9093\nclient.id=tool-x\nrequest.timeout.ms=2500\n"
+        tmp_path / "c.properties",
+        "bootstrap.servers=h:9093\nclient.id=tool-x\nrequest.timeout.ms=2500\ndefault.api.timeout.ms=7000\n",
     )
     options = resolve("--command-config", str(config))
     assert options.bootstrap == "h:9093"
     assert options.config.client_id == "tool-x"
     assert options.config.request_timeout == 2.5
+    assert options.config.call_timeout == 7.0  # every cluster call's deadline, as in Kafka
+    assert options.ignored_keys == ()
 
 
 def test_sasl_ssl_from_the_command_config(tmp_path: Path) -> None:
@@ -178,6 +181,7 @@ def test_sasl_problems_are_named(argv: list[str], env: dict[str, str], message: 
             "ssl.truststore.type=JKS is not supported",
         ),
         ("request.timeout.ms=soon\n", "request.timeout.ms"),
+        ("default.api.timeout.ms=0\n", "default.api.timeout.ms must be positive"),
     ],
 )
 def test_command_config_problems_never_show_secrets(tmp_path: Path, properties: str, message: str) -> None:

@@ -22,6 +22,7 @@ from kafkacompat.negotiation.handshake_identity import (
     BrokerIdentity,
     broker_node_id,
     check_cluster_id,
+    check_node_at_address,
     identity_for,
 )
 from kafkacompat.protocol.framing import decode_request
@@ -181,3 +182,21 @@ def test_expected_cluster_id_is_checked_when_configured() -> None:
     assert HandshakeConfig(expected_cluster_id=CLUSTER).expected_cluster_id == CLUSTER
     with pytest.raises(HandshakeConfigError):
         HandshakeConfig(expected_cluster_id="")
+
+
+NAMED = [(1, "h", 9092), (2, "h", 9093)]
+
+
+def test_the_node_at_the_dialled_address_must_be_the_node_meant() -> None:
+    check_node_at_address(1, ("h", 9092), NAMED, node="h:9092")  # node 1 is where it was dialled
+    check_node_at_address(INT32_MAX - 1, ("h", 9092), NAMED, node="h:9092")  # its coordinator id too
+    check_node_at_address(1, ("proxy", 19092), NAMED, node="proxy:19092")  # not named: proves nothing
+    with pytest.raises(ClusterMismatchError) as caught:
+        check_node_at_address(1, ("h", 9093), NAMED, node="h:9093", cluster_id=CLUSTER, answer="Metadata v12")
+    error = caught.value
+    assert (error.expected_node_id, error.found_node_id, error.node) == (1, 2, "h:9093")
+    assert (error.expected_cluster_id, error.found_cluster_id) == (CLUSTER, CLUSTER)
+    assert str(error) == (
+        f"the broker at h:9093 is node 2 of cluster {CLUSTER}, not node 1: Metadata v12 read on that "
+        "connection names node 2 there, so the address belongs to another broker now"
+    )

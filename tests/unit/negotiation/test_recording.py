@@ -269,3 +269,26 @@ def test_a_profile_in_pieces_is_the_profile() -> None:
         apis = len({key for key, _ in record.outcomes})
         assert len(pieces) == 3 + -(-apis // 64) + -(-len(record.outcomes) // 64)
         assert "".join(pieces) == json.dumps(client_profile(record), sort_keys=True)
+
+
+def test_the_books_tables_are_left_out_of_garbage_collections() -> None:
+    """A full collection walks every object the collector tracks: a full book's tables
+    (MAX_PAIRS entries) must not be among them, only the few objects per client around them."""
+    import gc
+
+    book = ProfileBook()
+    for number in range(20):
+        pair = Pair("3.9", book)
+        software = ApiVersionsRequest(client_software_name=f"app-{number}", client_software_version="1.0")
+        pair.send(software, 3, client_id=f"app-{number}")
+        pair.send(MetadataRequest(topics=[]), 4, client_id=f"app-{number}")  # below the offer: flagged
+        for key in range(40):  # never offered: flagged as unnegotiated
+            _header_only(pair.recorder, 1000 + key, 0, 100 + key, f"app-{number}")
+        pair.recorder.closed(by_broker=True)
+    gc.collect()  # untracks the tuples of atomic values...
+    gc.collect()  # ...and then the dicts that hold only such
+    for record in book.clients.values():
+        assert record.unnegotiated and record.below_offer and record.client_ids and record.offered
+        tables = (record.client_ids, record.outcomes, record.offered, record.unnegotiated, record.below_offer)
+        assert not any(gc.is_tracked(table) for table in tables), record.key
+        assert not any(gc.is_tracked(counts) for counts in record.outcomes.values())

@@ -20,6 +20,9 @@ from kafkacompat.protocol.messages import (
 )
 from kafkacompat.reference import API_NAMES
 
+# On the native reader and on the generated Python readers (tests/support/codec_paths.py).
+pytestmark = pytest.mark.usefixtures("each_codec_path")
+
 # -- nullability and versions -------------------------------------------------
 
 

@@ -28,6 +28,9 @@ from kafkacompat.protocol.messages import (
     UnregisterControllerResponse,
 )
 
+# On the native reader and on the generated Python readers (tests/support/codec_paths.py).
+pytestmark = pytest.mark.usefixtures("each_codec_path")
+
 AV = ApiVersionsResponse
 TX = TxnOffsetCommitRequest
 DG = DeleteGroupsResponse

@@ -22,6 +22,9 @@ from kafkacompat.protocol.messages import (
     ProduceRequest,
 )
 
+# On the native reader and on the generated Python readers (tests/support/codec_paths.py).
+pytestmark = pytest.mark.usefixtures("each_codec_path")
+
 
 def h(*parts: str) -> bytes:
     return bytes.fromhex("".join(parts))

@@ -25,6 +25,9 @@ from kafkacompat.protocol import framing, messages
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.messages import RequestHeader, ResponseHeader
 
+# On the native reader and on the generated Python readers (tests/support/codec_paths.py).
+pytestmark = pytest.mark.usefixtures("each_codec_path")
+
 REPO = Path(__file__).resolve().parents[3]
 FRAMES: list[dict[str, Any]] = json.loads((REPO / "tests" / "data" / "held_out_frames.json").read_text())[
     "frames"

@@ -14,6 +14,9 @@ import pytest
 from kafkacompat.errors import DecodeError
 from kafkacompat.protocol.messages import FindCoordinatorResponse, MetadataResponse
 
+# On the native reader and on the generated Python readers (tests/support/codec_paths.py).
+pytestmark = pytest.mark.usefixtures("each_codec_path")
+
 # Around the inline limits: 31 numbers (count byte 32) and 127-byte compact lengths.
 ARRAY_SIZES = [0, 1, 3, 30, 31, 32, 33, 200]
 STRINGS = ["", "a", "x" * 125, "x" * 126, "x" * 127, "x" * 300, "é" * 70]

@@ -8,6 +8,9 @@ from kafkacompat.errors import DecodeError
 from kafkacompat.protocol import _wire
 from kafkacompat.protocol.messages import ApiVersionsResponse
 
+# On the native reader and on the generated Python readers (tests/support/codec_paths.py).
+pytestmark = pytest.mark.usefixtures("each_codec_path")
+
 
 def uvarint(value: int) -> bytes:
     out = bytearray()

@@ -31,6 +31,7 @@ NOT_BLOCKING = {
     "any_connection": "hands out a connection, which belongs to the loop's thread",
     "open_all": "hands out connections, which belong to the loop's thread",
     "connected": "hands out connections, which belong to the loop's thread",
+    "checked_by_client": "takes a connection, which belongs to the loop's thread",
     "aclose": "the facade closes with close() / its with block",
 }
 

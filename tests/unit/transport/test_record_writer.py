@@ -79,7 +79,7 @@ def test_only_the_profiles_that_changed_are_serialised_again(tmp_path: Path) -> 
     writer = ProfileWriter(book, tmp_path / "profiles.jsonl", io.StringIO())
     trio.run(writer.write)
     first = writer.lines()
-    book.clients[("app-1", "")].client_ids.add("marker")  # changed behind the book's back: not seen
+    book.clients[("app-1", "")].client_ids["marker"] = None  # changed behind the book's back: not seen
     WireRecorder(book).from_client(b"")  # a connection that says nothing changes no profile
     trio.run(writer.write)
     assert writer.lines() == first

@@ -45,6 +45,23 @@ async def test_a_deadline_stops_before_a_backoff_that_reaches_it(
     assert times == [0.0, 1.0] and trio.current_time() == 1.0
 
 
+async def test_no_attempt_starts_with_less_time_left_than_the_quickest_one_took(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    times: list[float] = []
+    with pytest.raises(KafkaTimeoutError, match="first"):
+        async for attempt in retrying(
+            POLICY, trio.sleep, retry_on=RETRIABLE, deadline=4.5, clock=trio.current_time
+        ):
+            with attempt:
+                times.append(trio.current_time())
+                await trio.sleep(2.0)  # each attempt takes 2 s (a connect that times out, say)
+                raise KafkaTimeoutError(["first", "second"][len(times) - 1])
+    # The second would begin at 3 (after 1 s of backoff) and need 2 s: past 4.5.  It never
+    # starts: the first failure is raised when it happens, not cut short at the deadline.
+    assert times == [0.0] and trio.current_time() == 2.0
+
+
 async def test_other_failures_end_at_once(autojump_clock: trio.testing.MockClock) -> None:
     calls = 0
     with pytest.raises(ProtocolError):
