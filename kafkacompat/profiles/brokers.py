@@ -39,6 +39,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from kafkacompat.protocol.messages import ApiKey
 from kafkacompat.testing.ports import LOOPBACK, free_port
 
 __all__ = [
@@ -64,11 +65,20 @@ MOCK = "librdkafka-mock 2.0.2"
 RECORDED_HOST = "127.0.0.2"  # where a recorder stands in for an Apache broker, at the broker's own port
 # LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown, WriteTxnMarkers: requests a broker
 # (its ZooKeeper-mode controller, its transaction coordinator) sends brokers, never a client.
-INTER_BROKER_APIS = frozenset({4, 5, 6, 7, 27})
+INTER_BROKER_APIS = frozenset(
+    int(k)
+    for k in (
+        ApiKey.LEADER_AND_ISR,
+        ApiKey.STOP_REPLICA,
+        ApiKey.UPDATE_METADATA,
+        ApiKey.CONTROLLED_SHUTDOWN,
+        ApiKey.WRITE_TXN_MARKERS,
+    )
+)
 # The client ids a broker's own connections give: "broker-1-txn-marker-sender", or the bare node
 # id of a ZooKeeper-mode controller ("1").
 _BROKER_CLIENT_ID = re.compile(r"broker-\d+-.*|\d+|AddPartitionsManager-client-\d+")
-FIND_COORDINATOR = 10
+FIND_COORDINATOR = int(ApiKey.FIND_COORDINATOR)
 _WARM_UP_S = 60.0
 
 
