@@ -11,9 +11,9 @@ seen).  The recordings of one release are merged into one profile
 written to ``measured.jsonl`` with the evidence under ``recorded``: per
 broker, the steps of its traffic and the requests with their outcomes.
 
-The brokers (``profiles.brokers``): real Apache Kafka 0.10.2, 1.1 (ZooKeeper),
-3.9 and 4.4 (KRaft; 4.4 closes on every version 4.x removed), so a client's
-pick and its minimums show against four offers, old to new; the real Tansu
+The brokers (``profiles.brokers``): real Apache Kafka 0.10.2, 1.0, 1.1
+(ZooKeeper), 3.9 and 4.4 (KRaft; 4.4 closes on every version 4.x removed), so
+a client's pick and its minimums show against five offers, old to new; the real Tansu
 and librdkafka 2.0.2's mock cluster (look-alikes: a verdict on one is the
 release's run there, ``verdicts``' measured-on-lookalike); and the real
 Apache Kafka 0.9.0.1 (``ERA``: no ApiVersions;
@@ -59,10 +59,13 @@ from kafkacompat.testing.client_traffic import read_report
 __all__ = ["APACHE", "BROKERS", "ERA", "TANSU", "era_evidence", "measure", "traffic_run"]
 
 # Real Apache Kafka, old to new: 0.10.2 offers the oldest versions a client may go down to
-# (Metadata 0-2, Produce 0-2, JoinGroup 0-1), 1.1 comes before KIP-394 and DeleteGroups, 3.9 is
-# the last before KIP-896, 4.4 closes on every version 4.x removed and offers the newest.
+# (Metadata 0-2, Produce 0-2, JoinGroup 0-1); 1.0 and 1.1 come before KIP-394, 1.0 before
+# DeleteGroups, and a client picking from its own table of releases sends them different versions
+# where both offer the same (kafka-python 2.0.2's Produce: v4 to 1.0, v5 to 1.1); 3.9 is the last
+# before KIP-896; 4.4 closes on every version 4.x removed and offers the newest.
 APACHE: tuple[str, ...] = (
     "0.10.2.2/zookeeper",
+    "1.0.2/zookeeper",
     "1.1.1/zookeeper",
     "3.9.2/kraft-combined",
     "4.4.0/kraft-combined",
