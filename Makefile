@@ -73,7 +73,9 @@ soak: $(STAMP)
 	$(BIN)/python -m bench.soak
 
 # Client profiles measured from real client releases in Python, Java, Go and Node (each
-# installed into the kafkacompat cache, never into .venv): kafkacompat/profiles/measured.jsonl.
+# installed into the kafkacompat cache, never into .venv), recorded against real Apache Kafka
+# 0.10.2-4.4, Tansu, librdkafka's mock and 0.9.0.1: kafkacompat/profiles/measured.jsonl.
+# About 50 minutes on 2 cores (Confluent's JavaScript binding builds for 10 more the first time).
 profiles: $(STAMP)
 	$(BIN)/python -m kafkacompat.profiles.measure
 
@@ -91,7 +93,8 @@ real-kafka-rolling: $(STAMP)
 	$(BIN)/pytest -q -p no:cacheprovider -m long tests/integration/apache
 
 # check's verdicts next to what every measured client really does on every real broker
-# (the confusion table of docs/upgrade.md); `make test` runs a few cells of it.
+# (the confusion table of docs/upgrade.md: real Apache Kafka 2.8-4.4, 0.9.0.1 and three
+# look-alikes; about 40 minutes); `make test` runs a representative set of its cells.
 verdict-table: $(STAMP)
 	$(BIN)/python -m kafkacompat.profiles.confusion
 

@@ -2,8 +2,10 @@
 
 PROFILE is a client-profile file (JSON lines, as ``record`` and the fleet
 pipeline write them), ``kafkacompat`` (this library's own profile) or
-``measured`` (the committed profiles of real client releases); ``--client
-NAME[@VERSION]`` picks some of a file's profiles.  The target is a release
+``measured`` (the committed profiles of real client releases), or several of
+them: recordings of one client made in front of different brokers are merged
+into one profile (how it picks each version, which APIs it needs);
+``--client NAME[@VERSION]`` picks some of the profiles.  The target is a release
 (``--release 4.0 [--kind kraft-broker]``, with a fresh cluster's finalized
 features unless ``--finalized NAME=LEVEL`` says otherwise), a cluster's
 snapshot file (``--cluster SNAPSHOT.jsonl``: every broker of each cluster, so
@@ -37,11 +39,12 @@ from kafkacompat.negotiation.release_guess import guess_release
 from kafkacompat.negotiation.verdicts import BrokerSide, ClientSide, Verdict, client_side, judge, worst
 from kafkacompat.pipeline.client_format import kafkacompat_client_profile, parse_client_line
 from kafkacompat.pipeline.snapshot_format import capabilities_from_snapshot, validate_snapshot
+from kafkacompat.profiles import MEASURED_PATH
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference import API_NAMES
 from kafkacompat.reference.releases import KINDS, RELEASES
 
-__all__ = ["brokers_for_release", "load_clients", "register", "run", "verdict_document"]
+__all__ = ["brokers_for_release", "load_clients", "read_profiles", "register", "run", "verdict_document"]
 
 JSON_VERSION = 1
 EXIT_UNKNOWN = 2
@@ -55,7 +58,12 @@ def register(subparsers: Any) -> None:
         help="judge client profiles against a release, a cluster snapshot or a live cluster",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
-    parser.add_argument("profile", metavar="PROFILE", help="a profiles file, 'kafkacompat' or 'measured'")
+    parser.add_argument(
+        "profile",
+        metavar="PROFILE",
+        nargs="+",
+        help="profiles files, 'kafkacompat' or 'measured'; recordings of one client are merged",
+    )
     parser.add_argument("--client", action="append", default=[], metavar="NAME[@VERSION]")
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--release", metavar="RELEASE", help="an Apache Kafka release, e.g. 4.0")
@@ -78,32 +86,48 @@ def register(subparsers: Any) -> None:
 # -- inputs --------------------------------------------------------------------------------
 
 
-def load_clients(spec: str, wanted: Sequence[str] = ()) -> list[ClientSide]:
-    if spec == "kafkacompat":
-        own = kafkacompat_client_profile()
-        return [client_side({**own, "obeys_feature_gates": True})]
-    if spec == "measured":
-        from kafkacompat.profiles import MEASURED_PATH
-
-        path = MEASURED_PATH
-    else:
-        path = Path(spec)
-    lines = _text_lines(path, "profiles")
-    clients = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        profile, problems = parse_client_line(line)
-        if profile is None:
-            raise ConfigError(f"{path} line {number} is not a client profile: {'; '.join(problems)}")
-        try:
-            clients.append(client_side(profile))
-        except ValueError as exc:
-            raise ConfigError(f"{path} line {number} is not a client profile: {exc}") from None
+def load_clients(specs: str | Sequence[str], wanted: Sequence[str] = ()) -> list[ClientSide]:
+    """The client profiles of ``specs`` as verdicts read them (``read_profiles``), those ``wanted``."""
+    clients = [client_side(profile) for profile in read_profiles(specs)]
     chosen = [c for c in clients if not wanted or any(_matches(c, w) for w in wanted)]
     if not chosen:
-        raise ConfigError(f"no client profile in {path} matches {', '.join(wanted) or 'anything'}")
+        where = ", ".join([specs] if isinstance(specs, str) else specs)
+        raise ConfigError(f"no client profile in {where} matches {', '.join(wanted) or 'anything'}")
     return chosen
+
+
+def read_profiles(specs: str | Sequence[str]) -> list[dict[str, Any]]:
+    """The client profiles of ``specs`` (files, ``kafkacompat``, ``measured``), recordings merged.
+
+    Several recordings of one client (``kafkacompat record`` in front of
+    different brokers, in one file or several) become one profile
+    (``profiles.merge.merge_recorded``): how it picks, and what it needs.  A
+    line that is not a profile is a ``ConfigError`` naming the file and line.
+    """
+    from kafkacompat.profiles.merge import merge_recorded
+
+    named = [specs] if isinstance(specs, str) else list(specs)
+    profiles: list[dict[str, Any]] = []
+    for spec in named:
+        if spec == "kafkacompat":
+            profiles.append({**kafkacompat_client_profile(), "obeys_feature_gates": True})
+            continue
+        path = MEASURED_PATH if spec == "measured" else Path(spec)
+        for number, line in enumerate(_text_lines(path, "profiles"), 1):
+            if not line.strip():
+                continue
+            profile, problems = parse_client_line(line)
+            if profile is None:
+                raise ConfigError(f"{path} line {number} is not a client profile: {'; '.join(problems)}")
+            try:
+                client_side(profile)  # what a verdict reads of it, checked where the line is known
+            except ValueError as exc:
+                raise ConfigError(f"{path} line {number} is not a client profile: {exc}") from None
+            profiles.append(profile)
+    try:
+        return merge_recorded(profiles)
+    except ValueError as exc:
+        raise ConfigError(f"{', '.join(named)}: {exc}") from None
 
 
 def _text_lines(path: Path, what: str) -> list[str]:
@@ -119,6 +143,8 @@ def _text_lines(path: Path, what: str) -> list[str]:
 
 
 def _matches(client: ClientSide, wanted: str) -> bool:
+    if client.name == wanted:  # a name with an @ of its own (kafka-go's client id "app@host (...)")
+        return True
     name, _, version = wanted.partition("@")
     return client.name == name and (not version or client.version == version)
 

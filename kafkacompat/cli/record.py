@@ -8,12 +8,16 @@ offered, and what the broker did (answered, error, closed).  Payloads and
 credentials are never recorded.  The broker must advertise the proxy's
 address (advertised.listeners, Tansu's --advertised-listener-url), or clients
 go around it after bootstrap.  Runs until Ctrl-C or SIGTERM (or --duration);
-the profiles file is rewritten as clients come and go.
+the profiles file is rewritten as clients come and go.  ``--merge FILES``
+records nothing: it merges recordings of one client made in front of
+different brokers into one profile (how the client picks each version, which
+APIs it needs), as ``check`` does when given several.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import signal
@@ -28,7 +32,7 @@ from kafkacompat.errors import ConfigError, EmulatorConfigError, KafkaCompatErro
 from kafkacompat.testing.emulator.broker import check_bind_host
 from kafkacompat.transport.record_proxy import ProfileWriter, RecordProxy, freeze_start_up
 
-__all__ = ["check_out", "parse_address", "register", "run"]
+__all__ = ["check_out", "merge", "parse_address", "register", "run"]
 
 
 def register(subparsers: Any) -> None:
@@ -37,11 +41,16 @@ def register(subparsers: Any) -> None:
         help="record client profiles from the wire, as a pass-through in front of a broker",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
-    parser.add_argument(
-        "--listen", required=True, metavar="HOST:PORT", help="where clients connect (loopback)"
-    )
-    parser.add_argument("--upstream", required=True, metavar="HOST:PORT", help="the broker to forward to")
+    parser.add_argument("--listen", metavar="HOST:PORT", help="where clients connect (loopback)")
+    parser.add_argument("--upstream", metavar="HOST:PORT", help="the broker to forward to")
     parser.add_argument("--out", default="profiles.jsonl", help="profiles file, one JSON line per client")
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="PROFILES",
+        help="record nothing: merge these recordings (made in front of different brokers) into one "
+        "profile per client, written to --out",
+    )
     parser.add_argument("--duration", type=float, help="stop after this many seconds")
     parser.add_argument(
         "--allow-non-loopback", action="store_true", help="allow listening on an address that is not loopback"
@@ -96,7 +105,25 @@ def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return found if isinstance(found, KafkaCompatError) else group
 
 
+def merge(files: list[str], out: Path) -> int:
+    """``--merge``: the recordings of each client in ``files`` merged into one profile, written to ``out``."""
+    from kafkacompat.cli.check import read_profiles
+    from kafkacompat.cli.files import write_text
+
+    check_out(out)
+    profiles = read_profiles(files)
+    write_text(out, "".join(json.dumps(p, sort_keys=True) + "\n" for p in profiles), "--out")
+    print(f"{len(profiles)} client profiles merged from {', '.join(files)} into {out}", file=sys.stderr)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.merge is not None:
+        if args.listen is not None or args.upstream is not None or args.duration is not None:
+            raise UsageError("--merge records nothing: it takes no --listen, --upstream or --duration")
+        return merge(args.merge, Path(args.out))
+    if args.listen is None or args.upstream is None:
+        raise UsageError("--listen and --upstream are required (or --merge FILES, to merge recordings)")
     if args.duration is not None and not 0 < args.duration < math.inf:  # NaN too
         raise UsageError(f"--duration must be a positive number of seconds, got {args.duration}")
     listen_host, listen_port = parse_address(args.listen, "--listen")

@@ -10,7 +10,8 @@ measurement is the verdict for a broker identified as that software, as for
 a broker without ApiVersions: it got through, or it stopped, at the API the
 evidence names: one the broker answered with an error, closed on or left
 unanswered in the step that failed, else the API that step is about
-(``STEP_APIS``: the traffic's steps, ``kafkacompat.testing.client_traffic``).
+(``STEP_APIS``: the traffic's steps, ``kafkacompat.testing.client_traffic``),
+never a refusal of an earlier step that the client went on after.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from typing import Any
 
 __all__ = ["STEP_APIS", "MeasuredRun", "measured_runs"]
 
-# The APIs each step of the traffic sends, the one it is about first.
+# The APIs each step of the traffic sends, the one it is about first (sarama's topic listing
+# describes the topics' configs).
 STEP_APIS: Mapping[str, tuple[int, ...]] = {
     "setup": (18, 3),
-    "metadata": (3, 19, 18, 60),
+    "metadata": (3, 19, 18, 60, 32),
     "produce": (0, 22),
     "consume": (1, 11, 14, 2, 9, 12, 13, 68),
     "commit": (8, 9, 12),
@@ -48,7 +50,8 @@ class MeasuredRun:
         """(api key, version or None, why) of where it stopped; call only when not ``ok``."""
         step_apis = STEP_APIS.get(self.stopped_in or "", ())
         in_step = [r for r in self.refused if r[0] in step_apis]
-        candidates = in_step or list(self.refused)
+        # A refusal in an earlier step was survived: with none in this step, the step's API.
+        candidates = in_step if step_apis else list(self.refused)
         chosen = candidates[0] if candidates else None
         step = f"its traffic stopped in step {self.stopped_in}" + (f" ({self.error})" if self.error else "")
         if chosen is not None:

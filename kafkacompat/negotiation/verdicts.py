@@ -19,15 +19,21 @@ use.  The rules, in the order they are tried for each API and each broker:
    does not have (``feature_gates``: transaction.version >= 2 for Produce v12+
    in a transaction, TxnOffsetCommit v5+ and EndTxn v5+; group.version >= 1
    for ConsumerGroupHeartbeat/Describe; share.version >= 1 for the Share
-   APIs).  Clients that obey the gates (``obeys_feature_gates``, as
-   kafkacompat does) pick below them instead; where a gated API has a classic
-   fallback the client also uses (DescribeGroups for ConsumerGroupDescribe,
-   JoinGroup for ConsumerGroupHeartbeat), the finding is a warning.
+   APIs).  A client that obeys the gates (``obeys_feature_gates``: kafkacompat
+   itself) is judged with kafkacompat's own picker,
+   ``capabilities.pick_version``, so its verdict and its connections pick
+   the same version; it breaks here only when the gates leave it none.  Where
+   a gated API has a classic fallback the client also uses (DescribeGroups
+   for ConsumerGroupDescribe, JoinGroup for ConsumerGroupHeartbeat), the
+   finding is a warning.
 
 0. ApiVersions is the negotiation itself, not an API a client can break on
    while the broker has it: a client that asks a version the broker lacks
    is answered UNSUPPORTED_VERSION with the broker's range and steps down
-   (KIP-35, KIP-511), as every measured client does.
+   (KIP-35, KIP-511), as every measured client does; unless the broker is
+   look-alike software whose answer to that version is not Kafka's (rule 6:
+   librdkafka 2.0.2's mock answers ApiVersions v3 and above in a layout no
+   client reads).
 
 6. ``lookalike-deviation``: the broker is identified as look-alike software
    (``lookalikes.identify``: its ApiVersions answer is one measured from that
@@ -39,7 +45,9 @@ use.  The rules, in the order they are tried for each API and each broker:
    (its profile's ``recorded.against``; ``measured_runs``), the measurement
    is the verdict: it got through, or it breaks where it stopped
    (``measured-on-lookalike``), since a look-alike's deviations are not all
-   foreseeable from a table.
+   foreseeable from a table; the findings of the rules above come with it,
+   since a run that gets further another time (a look-alike's quirk need not
+   bite every time) stops at those.
 
 7. A broker without ApiVersions (before KIP-35: 0.9 and older) gets no
    guess from ranges: what a client does there is its own choice (give up,
@@ -53,6 +61,16 @@ use.  The rules, in the order they are tried for each API and each broker:
    client sent nothing more (an admin client refusing the 0.9 era),
    ``fallback-not-answered`` when the broker left it unanswered, closed on
    it or returned an error.
+
+8. ``client-cannot-send``: the profile says the client cannot write the API
+   at all (``min`` above ``max``): measured, it failed the step that needs
+   it against every broker, without sending it (sarama 1.40.1's default
+   protocol version has no DeleteGroups).  It breaks wherever that API is
+   required, whatever the broker offers.
+
+9. ``unsupported-client-release`` (a warning, ``verdict_evidence``): Apache
+   Kafka's Java client before 2.1 against Kafka 4.x, outside the releases
+   KIP-1124 says 4.x supports; the versions it sends are judged as above.
 
 How a client picks a version (``pick``), as measured against brokers that
 offer different ranges: ``highest`` (the highest in common with the
@@ -87,14 +105,25 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.feature_gates import gates_for, level_of
-from kafkacompat.negotiation.lookalikes import Lookalike
-from kafkacompat.negotiation.measured_runs import MeasuredRun, measured_runs
+from kafkacompat.negotiation.measured_runs import measured_runs
 from kafkacompat.negotiation.silent_broker import API_VERSIONS as _API_VERSIONS
 from kafkacompat.negotiation.silent_broker import SilentBrokerRun, silent_broker_run
+from kafkacompat.negotiation.verdict_evidence import before_kip_35, measured_on_lookalike, outside_kip_1124
+from kafkacompat.negotiation.verdict_types import (
+    NEVER_REQUIRED,
+    BrokerSide,
+    ClientEntry,
+    ClientSide,
+    Finding,
+    Pick,
+    Rule,
+    Severity,
+    Verdict,
+)
 from kafkacompat.protocol.removals import describe_removal, follows_kip_896, refused_by, release_order
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference.api_names import API_NAMES
@@ -113,125 +142,7 @@ __all__ = [
     "worst",
 ]
 
-Rule = Literal[
-    "api-missing",
-    "measured-on-lookalike",
-    "pre-kip-35",
-    "release-table-not-accepted",
-    "lookalike-deviation",
-    "no-common-version",
-    "removed-in-4",
-    "fixed-version-not-accepted",
-    "advertised-but-refused",
-    "feature-gated",
-    "api-versions-fallback",
-    "client-refuses-era",
-    "fallback-not-answered",
-]
-Severity = Literal["breaks", "warns", "unknown"]
-Status = Literal["works", "breaks", "unknown"]
-EXIT_CODES: Mapping[Status, int] = {"works": 0, "breaks": 1, "unknown": 2}
 _FALLBACKS = {69: 15, 68: 11}  # KIP-848 API -> the classic one clients fall back to
-_TRANSACTIONAL = (24, 26, 28)  # AddPartitionsToTxn, EndTxn, TxnOffsetCommit: the client runs transactions
-# GetTelemetrySubscriptions, PushTelemetry (KIP-714): used where offered, never needed.
-NEVER_REQUIRED: frozenset[int] = frozenset({71, 72})
-Pick = Literal["highest", "fixed", "release-table"]
-
-
-@dataclass(frozen=True, slots=True)
-class ClientEntry:
-    """What a client does with one API: the versions it can send and how it picks."""
-
-    api_key: int
-    versions: VersionRange
-    pick: Pick = "highest"
-    max_exact: bool = True
-    required: bool = False
-    min_exact: bool = True
-    # release-table pickers: (broker release, version sent to it), as measured
-    by_release: tuple[tuple[str, int], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ClientSide:
-    name: str
-    version: str
-    entries: Mapping[int, ClientEntry] = field(hash=False)
-    obeys_feature_gates: bool = False
-    silent_broker: SilentBrokerRun | None = None  # measured without ApiVersions, when it was
-    measured_on: Mapping[str, MeasuredRun] = field(default_factory=dict, hash=False)  # by broker name
-
-    @property
-    def label(self) -> str:
-        return f"{self.name} {self.version}".strip()
-
-    @property
-    def transactional(self) -> bool:
-        return any(key in self.entries for key in _TRANSACTIONAL)
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerSide:
-    """One broker as a verdict sees it: its ranges, its release if known, the cluster's features."""
-
-    label: str
-    apis: Mapping[int, VersionRange] = field(hash=False)
-    release: str | None = None
-    finalized: Mapping[str, int] | None = field(default=None, hash=False)  # None: not reported
-    software: Lookalike | None = None  # look-alike software it was identified as (``lookalikes``)
-
-    @property
-    def has_api_versions(self) -> bool:
-        offered = self.apis.get(_API_VERSIONS)
-        return offered is not None and not offered.empty
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    api_key: int
-    api_name: str
-    broker: str
-    client_range: VersionRange
-    broker_range: VersionRange | None
-    version: int | None  # the version the client would send, when there is one
-    rule: Rule
-    severity: Severity
-    source: str
-    message: str
-
-    def to_dict(self) -> dict[str, Any]:
-        def pair(r: VersionRange | None) -> list[int] | None:
-            return None if r is None or r.empty else [r.lowest, r.highest]
-
-        return {
-            "api_key": self.api_key,
-            "api": self.api_name,
-            "broker": self.broker,
-            "client_range": pair(self.client_range),
-            "broker_range": pair(self.broker_range),
-            "version": self.version,
-            "rule": self.rule,
-            "severity": self.severity,
-            "source": self.source,
-            "message": self.message,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    client: str
-    target: str
-    findings: tuple[Finding, ...]
-    picks: Mapping[str, Mapping[int, int | None]] = field(hash=False)  # broker -> api -> version
-
-    @property
-    def status(self) -> Status:
-        severities = {f.severity for f in self.findings}
-        return "breaks" if "breaks" in severities else "unknown" if "unknown" in severities else "works"
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_CODES[self.status]
 
 
 # -- facts ---------------------------------------------------------------------------------
@@ -300,16 +211,22 @@ def judge(client: ClientSide, brokers: Sequence[BrokerSide], target: str | None 
     for broker in brokers:
         chosen = picks.setdefault(broker.label, {})
         if not broker.has_api_versions:
-            findings.extend(_before_kip_35(client, broker, chosen))
+            findings.extend(before_kip_35(client, broker, chosen))
             continue
         run = client.measured_on.get(broker.software.label) if broker.software is not None else None
-        if run is not None:
-            findings.extend(_measured_on_lookalike(client, broker, run, chosen))
-            continue
+        if run is not None and run.ok:
+            continue  # measured getting through on that very software
+        by_ranges: list[Finding] = []
         for key, entry in sorted(client.entries.items()):
             version, found = _judge_api(client, entry, broker)
             chosen[key] = version
-            findings.extend(found)
+            by_ranges.extend(found)
+        if run is not None:  # where it stopped, measured; and what the ranges say would stop it later
+            findings.extend(measured_on_lookalike(client, broker, run, chosen))
+        findings.extend(by_ranges)
+        too_old = outside_kip_1124(client, broker)
+        if too_old is not None:
+            findings.append(too_old)
     return Verdict(client.label, target or ", ".join(b.label for b in brokers), tuple(findings), picks)
 
 
@@ -342,8 +259,22 @@ def _judge_api(
         if has_fallback:
             message += f" (the client also uses {API_NAMES.get(fallback or 0)}, its fallback)"
         return None, [finding("api-missing", None, "KIP-35", message, not has_fallback)]
+    if entry.versions.empty:  # measured refusing it itself, whatever the broker offers
+        text = (
+            f"the client does not send {name} at all: measured, it failed the step that needs it "
+            "without sending it, against every broker"
+        )
+        return None, [finding("client-cannot-send", None, "measured (kafkacompat.profiles)", text)]
     if key == _API_VERSIONS:  # the negotiation itself: the client steps down to what it is offered
-        return min(entry.versions.highest, offered.highest), []
+        asked = entry.versions.highest
+        deviation = broker.software.deviation(key, asked) if broker.software is not None else None
+        if deviation is not None and asked > offered.highest:  # the answer to step down by is not Kafka's
+            text = (
+                f"{broker.label} is {broker.software.label if broker.software else ''}: it answers {name} "
+                f"v{asked} with {deviation.answer}; {deviation.kafka_does}"
+            )
+            return asked, [finding("lookalike-deviation", asked, deviation.source, text)]
+        return min(asked, offered.highest), []
     if entry.pick == "release-table":
         return _release_table(client, entry, broker, finding)
     if entry.pick == "fixed":
@@ -384,7 +315,37 @@ def _judge_api(
             text = f"the client writes {name} {entry.versions}, {broker.label} accepts {offered}"
             return None, [finding("no-common-version", None, "KIP-35", text)]
         version = common.highest
+        if client.obeys_feature_gates:
+            return _picked_by_policy(client, entry, broker, finding)
     return _accepted(client, entry, broker, version, finding)
+
+
+def _picked_by_policy(
+    client: ClientSide, entry: ClientEntry, broker: BrokerSide, finding: Any
+) -> tuple[int | None, list[Finding]]:
+    """A client that picks as kafkacompat does: ``version_policy`` itself, feature gates obeyed.
+
+    The version is the one ``capabilities.pick_version`` gives this broker's
+    ranges and finalized levels (levels not reported count as 0, as they do
+    when kafkacompat connects); when the gates leave none, that is the finding.
+    """
+    key = entry.api_key
+    capabilities = BrokerCapabilities.from_ranges(
+        broker.label,
+        broker.apis,
+        finalized_features={name: (level, level) for name, level in (broker.finalized or {}).items()},
+    )
+    choice = capabilities.explain(
+        key,
+        client_ranges={key: entry.versions},
+        in_transaction=client.transactional,
+        feature_gates=True,
+    )
+    if choice.chosen is not None:
+        return _accepted(client, entry, broker, choice.chosen, finding)
+    gate = next(iter(gates_for(key, in_transaction=client.transactional)), None)
+    source = gate.source if gate is not None else "KIP-584"
+    return None, [finding("feature-gated", None, source, f"{API_NAMES.get(key, key)}: {choice.reason}")]
 
 
 def _accepted(
@@ -465,10 +426,6 @@ def _gated(
         )
         if not could_send_gated:
             continue
-        if client.obeys_feature_gates:
-            below = [v for v in range(version, entry.versions.lowest - 1, -1) if v not in gate.versions]
-            if below:
-                return below[0], []
         fallback = _FALLBACKS.get(entry.api_key)
         severe = fallback is None or fallback not in client.entries
         if level is None:
@@ -495,88 +452,6 @@ def _gated(
     return version, []
 
 
-def _measured_on_lookalike(
-    client: ClientSide, broker: BrokerSide, run: MeasuredRun, chosen: dict[int, int | None]
-) -> list[Finding]:
-    """A look-alike this client release was measured against: the measurement is the verdict."""
-    if run.ok:
-        return []
-    key, version, why = run.stop()
-    if version is not None:
-        chosen[key] = version
-    entry = client.entries.get(key)
-    text = f"measured against {run.against}, {why}"
-    return [
-        Finding(
-            key,
-            API_NAMES.get(key, f"UnknownApi{key}"),
-            broker.label,
-            entry.versions if entry is not None else VersionRange(version or 0, version or 0),
-            broker.apis.get(key),
-            version,
-            "measured-on-lookalike",
-            "breaks",
-            f"measured against {run.against}",
-            text,
-        )
-    ]
-
-
-def _before_kip_35(client: ClientSide, broker: BrokerSide, chosen: dict[int, int | None]) -> list[Finding]:
-    """A broker without ApiVersions: the client's measurement there, or "could not tell" (no guess)."""
-    measured = client.silent_broker
-    entry = client.entries.get(_API_VERSIONS)
-    asked = entry.versions if entry is not None else VersionRange(0, 0)
-
-    def found(
-        key: int, version: int | None, rule: Rule, severity: Severity, source: str, text: str
-    ) -> Finding:
-        known = client.entries.get(key)
-        return Finding(
-            key,
-            API_NAMES.get(key, f"UnknownApi{key}"),
-            broker.label,
-            known.versions if known is not None else VersionRange(version or 0, version or 0),
-            broker.apis.get(key),
-            version,
-            rule,
-            severity,
-            source,
-            text,
-        )
-
-    if measured is None or not measured.applies_to(broker.apis, broker.release):
-        why = (
-            "this client was not measured against one"
-            if measured is None
-            else f"this client was measured against {measured.measured_against} only"
-        )
-        text = (
-            f"{broker.label} has no ApiVersions (before KIP-35, Kafka 0.10.0): whether a client gives up or "
-            f"infers an old release and goes on is its own choice, and {why}"
-        )
-        return [found(_API_VERSIONS, None, "pre-kip-35", "unknown", "KIP-35", text)]
-    source = f"KIP-35; measured against {measured.measured_against}"
-    evidence = measured.evidence()
-    if not measured.falls_back:
-        text = f"{broker.label} does not have ApiVersions and the client gives up ({evidence})"
-        return [found(_API_VERSIONS, asked.highest, "api-missing", "breaks", source, text)]
-    text = f"{broker.label} does not have ApiVersions; the client goes on without it ({evidence})"
-    fallback = found(_API_VERSIONS, None, "api-versions-fallback", "warns", source, text)
-    if measured.ok or measured.last_request is None:
-        return [fallback]
-    key, version, outcome = measured.last_request
-    chosen[key] = version  # the version it was measured sending there, before it stopped
-    name = API_NAMES.get(key, f"api key {key}")
-    if outcome == "answered":
-        rule: Rule = "client-refuses-era"
-        said = f"the client was answered {name} v{version} by a broker of this era and sent nothing more"
-    else:
-        rule = "fallback-not-answered"
-        said = f"{name} v{version}, sent after the ApiVersions fallback, was {outcome}"
-    return [fallback, found(key, version, rule, "breaks", source, f"{said} ({evidence})")]
-
-
 def _as_unknown(found: Finding) -> Finding:
     return found if found.severity != "breaks" else dataclasses.replace(found, severity="unknown")
 
@@ -588,8 +463,3 @@ def worst(verdicts: Iterable[Verdict]) -> int:
         return 1
     return 2 if 2 in codes else 0
 
-
-# Read by the fleet pipeline's what-if table (``pipeline.what_if``), which restates these rules
-# as Spark columns and needs the same facts.
-CLASSIC_FALLBACKS: Mapping[int, int] = _FALLBACKS
-TRANSACTIONAL_APIS: tuple[int, ...] = _TRANSACTIONAL

@@ -1,11 +1,14 @@
 """Verdicts against reality: each measured client's traffic on real brokers, next to ``check``'s verdict.
 
 Theory.  A verdict is worth betting an upgrade on only if it matches what
-happens.  For each real broker here (Tansu, the Apache Kafka 0.9.0.1, noida-db,
-librdkafka's mock; real Apache releases once the testing kit can run them),
-started once with ``kafkacompat record`` in front, this takes the broker's
+happens.  For each real broker here (``REAL_BROKERS``: Apache Kafka 2.8.2 and
+3.9.2 in ZooKeeper mode, 4.0.2 and 4.4.0 in KRaft, 0.9.0.1; Tansu, noida-db,
+librdkafka's mock; ``profiles.brokers`` starts them), started once with
+``kafkacompat record`` in front, this takes the broker's
 snapshot (``kafkacompat snapshot``, what an operator's fleet collects) and
-runs every chosen client release's traffic (``runs``); then ``kafkacompat
+runs the traffic of the client releases planned for it (``runs``; ``make
+verdict-table`` plans every measured release on every broker, ``make test``
+a representative set); then ``kafkacompat
 check measured --cluster`` of that snapshot (the broker identified, its
 release guessed) gives the verdicts (``judged``), each put next to the
 outcome.  The two halves are apart so that traffic can be collected while
@@ -32,44 +35,39 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafkacompat.negotiation.measured_runs import STEP_APIS
 from kafkacompat.profiles import load_measured
-from kafkacompat.profiles.installs import CLIENTS, ClientRelease, install
-from kafkacompat.profiles.measure import (
-    DEFAULT_CACHE,
+from kafkacompat.profiles.brokers import (
     ERA,
-    ERA_REQUEST_TIMEOUT_S,
+    MOCK,
+    NOIDA,
     TANSU,
     RecordedBroker,
     recorded_broker,
     start_recorder,
     stop_recorder,
-    traffic_run,
 )
-from kafkacompat.testing.ports import free_port
+from kafkacompat.profiles.installs import CLIENTS, ClientRelease, install
+from kafkacompat.profiles.measure import DEFAULT_CACHE, ERA_REQUEST_TIMEOUT_S, traffic_run
 
-__all__ = ["REAL_BROKERS", "Cell", "cells", "markdown", "summary"]
+__all__ = ["APACHE_BROKERS", "REAL_BROKERS", "Cell", "cells", "judged", "markdown", "runs", "summary"]
 
-NOIDA = "noida-db 0.2.3"
-MOCK = "librdkafka-mock 2.0.2"
-REAL_BROKERS: tuple[str, ...] = (TANSU, ERA, NOIDA, MOCK)
+# Real Apache Kafka: a ZooKeeper-mode 2.x and 3.9, and KRaft 4.0 and 4.4 (4.0.2 is not among the
+# brokers profiles are measured against: its column is judged from ranges measured elsewhere).
+APACHE_BROKERS: tuple[str, ...] = (
+    "2.8.2/zookeeper",
+    "3.9.2/zookeeper",
+    "4.0.2/kraft-combined",
+    "4.4.0/kraft-combined",
+)
+REAL_BROKERS: tuple[str, ...] = (*APACHE_BROKERS, ERA, TANSU, NOIDA, MOCK)
 
-# The APIs each step of the traffic sends (besides Metadata and FindCoordinator, sent by all).
-_STEP_APIS: dict[str, set[int]] = {
-    "setup": {18, 3},
-    "metadata": {18, 3, 19, 60},
-    "produce": {0, 22},
-    "consume": {1, 2, 9, 11, 12, 14, 13, 68},
-    "commit": {8, 9, 12},
-    "describe-group": {15, 16, 69},
-    "delete-group": {42},
-    "transaction": {0, 22, 24, 25, 26, 28},
-}
+# Sent in the first steps by every client (ApiVersions, Metadata, FindCoordinator).
 _COMMON = {3, 10, 18}
 
 
@@ -116,40 +114,13 @@ def stopped_at(report: dict[str, Any], profiles: list[dict[str, Any]]) -> tuple[
     if last is not None:
         keys.add(int(last["api_key"]))
     failed = next((s["step"] for s in report["steps"] if not s["ok"]), None)
-    keys |= _STEP_APIS.get(str(failed), set()) | (_COMMON if failed in ("setup", "metadata") else set())
+    keys |= set(STEP_APIS.get(str(failed), ())) | (_COMMON if failed in ("setup", "metadata") else set())
     return tuple(names.get(k, str(k)) for k in sorted(keys))
-
-
-@contextmanager
-def _broker(name: str) -> Iterator[RecordedBroker]:
-    if name in (TANSU, ERA):
-        with recorded_broker(name) as broker:
-            yield broker
-        return
-    # noida-db and the mock advertise their own port: the recorder sees the bootstrap connection.
-    if name == NOIDA:
-        from kafkacompat.testing.noida import NoidaBroker as Software
-    else:
-        from kafkacompat.testing.librdkafka_mock import LibrdkafkaMockBroker as Software  # type: ignore[assignment]
-    with Software() as running:
-        if name == MOCK:
-            _create_topic_on_the_mock(running.bootstrap)
-        yield RecordedBroker(name, running.bootstrap, free_port())
-
-
-def _create_topic_on_the_mock(bootstrap: str) -> None:
-    """The mock has no CreateTopics; it makes a topic when one is produced to, as a fleet's topics exist."""
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 20000})
-    producer.produce("traffic", b"kafkacompat traffic", partition=0)
-    if producer.flush(30) != 0:
-        raise RuntimeError(f"could not create the topic on the librdkafka mock at {bootstrap}")
 
 
 def snapshot_of(broker: RecordedBroker, out: Path) -> None:
     """``kafkacompat snapshot`` of the running broker, through the recorder it advertises."""
-    recorder = start_recorder(broker.port, broker.upstream, out.with_suffix(".recorded.jsonl"))
+    recorder = start_recorder(broker.bootstrap, broker.upstream, out.with_suffix(".recorded.jsonl"))
     try:
         done = subprocess.run(
             [
@@ -166,7 +137,7 @@ def snapshot_of(broker: RecordedBroker, out: Path) -> None:
                 # a broker before KIP-78 (0.9) names no cluster id: the broker's name stands in
                 "--cluster-id",
                 broker.name.replace(" ", "-"),
-                f"127.0.0.1:{broker.port}",
+                broker.bootstrap,
             ],
             capture_output=True,
             text=True,
@@ -179,19 +150,28 @@ def snapshot_of(broker: RecordedBroker, out: Path) -> None:
 
 
 def runs(
-    clients: Sequence[ClientRelease], brokers: Sequence[str], directory: Path, cache: Path = DEFAULT_CACHE
+    plan: Mapping[str, Sequence[ClientRelease]],
+    directory: Path,
+    cache: Path = DEFAULT_CACHE,
+    while_running: Callable[[RecordedBroker], None] | None = None,
 ) -> None:
-    """Every broker's snapshot and every client's outcome on it, written under ``directory``."""
-    installed = [(client, install(client, cache)) for client in clients]
+    """Each broker's snapshot and the outcomes of its clients (``plan``: broker -> clients) in ``directory``.
+
+    ``while_running`` is called with each broker once its clients ran, before it stops.
+    """
+    installed = {c: install(c, cache) for clients in plan.values() for c in clients}
     directory.mkdir(parents=True, exist_ok=True)
-    for name in brokers:
-        slug = name.replace(" ", "-")
-        with _broker(name) as broker, tempfile.TemporaryDirectory(prefix="kafkacompat-confusion-") as scratch:
+    for name, clients in plan.items():
+        slug = _slug(name)
+        with (
+            recorded_broker(name) as broker,
+            tempfile.TemporaryDirectory(prefix="kafkacompat-confusion-") as scratch,
+        ):
             snapshot_of(broker, directory / f"{slug}.snapshot.jsonl")
             timeout = ERA_REQUEST_TIMEOUT_S if name == ERA else None
             with (directory / f"{slug}.outcomes.jsonl").open("a", encoding="utf-8") as outcomes:
-                for client, target in installed:
-                    report, profiles = traffic_run(client, target, broker, Path(scratch), timeout)
+                for client in clients:
+                    report, profiles = traffic_run(client, installed[client], broker, Path(scratch), timeout)
                     outcome = {
                         "client": f"{client.library} {client.release}",
                         "library": client.library,
@@ -204,6 +184,12 @@ def runs(
                     }
                     outcomes.write(json.dumps(outcome) + "\n")
                     outcomes.flush()
+            if while_running is not None:
+                while_running(broker)
+
+
+def _slug(name: str) -> str:
+    return name.replace(" ", "-").replace("/", "-")
 
 
 def judged(directory: Path, brokers: Sequence[str] = REAL_BROKERS) -> list[Cell]:
@@ -211,7 +197,7 @@ def judged(directory: Path, brokers: Sequence[str] = REAL_BROKERS) -> list[Cell]
     measured = {f"{p['client']} {p['version']}" for p in load_measured()}
     out = []
     for name in brokers:
-        slug = name.replace(" ", "-")
+        slug = _slug(name)
         snapshot, outcomes_file = directory / f"{slug}.snapshot.jsonl", directory / f"{slug}.outcomes.jsonl"
         if not outcomes_file.exists():
             continue
@@ -265,12 +251,14 @@ def judged(directory: Path, brokers: Sequence[str] = REAL_BROKERS) -> list[Cell]
 
 
 def cells(
-    clients: Sequence[ClientRelease], brokers: Sequence[str] = REAL_BROKERS, cache: Path = DEFAULT_CACHE
+    plan: Mapping[str, Sequence[ClientRelease]],
+    cache: Path = DEFAULT_CACHE,
+    while_running: Callable[[RecordedBroker], None] | None = None,
 ) -> list[Cell]:
-    """Every (client, broker) cell: the verdict of ``check`` and what the traffic did."""
+    """Every cell of ``plan`` (broker -> clients): the verdict of ``check`` and what the traffic did."""
     with tempfile.TemporaryDirectory(prefix="kafkacompat-runs-") as directory:
-        runs(clients, brokers, Path(directory), cache)
-        return judged(Path(directory), brokers)
+        runs(plan, Path(directory), cache, while_running)
+        return judged(Path(directory), list(plan))
 
 
 def summary(table: Sequence[Cell]) -> Counter[str]:
@@ -290,7 +278,7 @@ def markdown(table: Sequence[Cell]) -> str:
             if cell is None:
                 row.append("")
                 continue
-            outcome = "ran" if cell.ok else f"failed in {cell.failed_step}"
+            outcome = "ran" if cell.ok else f"failed in {cell.failed_step or 'setup'}"
             said = cell.verdict + (f" ({', '.join(cell.breaking)})" if cell.breaking else "")
             mark = "" if cell.kind == "right" else f" **{cell.kind}**"
             row.append(f"{said} / {outcome}{mark}")
@@ -318,11 +306,12 @@ def main(argv: list[str] | None = None) -> int:
         and (not args.language or c.language in args.language)
     ]
     brokers = args.broker or REAL_BROKERS
+    plan = {broker: chosen for broker in brokers}
     if args.runs is None:
-        table = cells(chosen, brokers)
+        table = cells(plan)
     else:
         if not args.judge_only:
-            runs(chosen, brokers, args.runs)
+            runs(plan, args.runs)
         table = judged(args.runs, brokers)
     if args.json is not None:
         with args.json.open("w", encoding="utf-8") as handle:

@@ -7,7 +7,9 @@ Python releases with ``pip install --target``, Java's ``kafka-clients`` jars
 (and what they need) from Maven Central through ``mvn`` with a local
 repository in the cache, Go clients as one small module each built with the
 Go module proxy (``GOPATH``, ``GOMODCACHE`` and ``GOCACHE`` in the cache),
-Node clients with ``npm install --prefix``.  A directory is used only once
+Node clients with ``npm install --prefix`` (Confluent's librdkafka binding,
+whose install script fetches a prebuilt binary from GitHub, is built from its
+npm tarball instead: ``_npm_built``).  A directory is used only once
 its install finished (a ``.complete`` marker); a failed install is an
 ``InstallError`` naming the release and the tool's last words.
 
@@ -18,11 +20,13 @@ step lines, so ``client_traffic.read_report`` reads them all.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,9 +78,13 @@ CLIENTS: tuple[ClientRelease, ...] = (
     ClientRelease("go", "kafka-go", "0.4.51", "github.com/segmentio/kafka-go"),
     ClientRelease("node", "kafkajs", "1.16.0", "kafkajs"),
     ClientRelease("node", "kafkajs", "2.2.4", "kafkajs"),
-    # Confluent's librdkafka binding for JavaScript (@confluentinc/kafka-javascript) is not here:
-    # its install fetches a prebuilt binary, or librdkafka's dependencies, from GitHub, not npm.
+    # Confluent's librdkafka binding: built here from its npm tarball (``_npm_built``).
+    ClientRelease("node", "confluent-kafka-javascript", "1.10.1", "@confluentinc/kafka-javascript"),
 )
+# Node packages whose install script fetches a prebuilt binary from GitHub (which this machine
+# may not reach): built from the npm tarball instead, with the bundled sources.
+_BUILT_FROM_SOURCE = frozenset({"@confluentinc/kafka-javascript"})
+_NODE_GYP = "node-gyp@11.5.0"
 
 
 def _run(
@@ -101,17 +109,25 @@ def _run(
 
 
 def install(what: ClientRelease, cache: Path) -> Path:
-    """The release's own directory under ``cache``, installed (and built) on first use."""
+    """The release's own directory under ``cache``, installed (and built) on first use.
+
+    Under a lock file per release: another process installing it meanwhile is
+    waited for, and its finished install used.
+    """
     target = cache / what.language / what.slug
     marker = target / ".complete"
     stamp = _programs_digest(what.language)
-    if marker.exists() and marker.read_text().strip() == stamp:
-        return target
-    if target.exists():
-        shutil.rmtree(target)  # an install that did not finish, or built from other programs
-    target.mkdir(parents=True)
-    {"python": _pip, "java": _maven, "go": _go, "node": _npm}[what.language](what, target, cache)
-    marker.write_text(stamp + "\n")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{what.slug}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.exists() and marker.read_text().strip() == stamp:
+            return target
+        if target.exists():
+            shutil.rmtree(target)  # an install that did not finish, or built from other programs
+        target.mkdir(parents=True)
+        installer = _npm_built if what.package in _BUILT_FROM_SOURCE else _INSTALLERS[what.language]
+        installer(what, target, cache)
+        marker.write_text(stamp + "\n")
     return target
 
 
@@ -239,6 +255,62 @@ def _npm(what: ClientRelease, target: Path, cache: Path) -> None:
         ],
         what,
     )
+
+
+def _npm_built(what: ClientRelease, target: Path, cache: Path) -> None:
+    """The npm tarball, unpacked and built with the machine's compiler and node's own headers.
+
+    The package's install script would fetch a prebuilt binary from GitHub; its
+    tarball bundles librdkafka's sources instead.  Its runtime dependencies come
+    from npm without running scripts; node-gyp (pinned) builds it, told where
+    node's headers are (it would fetch them from nodejs.org); librdkafka links
+    against the machine's OpenSSL and zlib (``CKJS_LINKING=dynamic``; the static
+    default builds them from sources fetched from GitHub) and is configured
+    before node-gyp's build, whose rule for that names the generated header
+    with a path the next rule does not find.
+    """
+    npm_cache = ["--cache", str(cache / "node" / "npm")]
+    quiet = ["--no-audit", "--no-fund", "--loglevel=error"]
+    packed = f"{what.package}@{what.release}"
+    _run(["npm", "pack", packed, *npm_cache, "--pack-destination", str(target)], what)
+    tarball = next(target.glob("*.tgz"), None)
+    if tarball is None:
+        raise InstallError(f"{what.library} {what.release}: npm pack left no tarball in {target}")
+    home = target / "node_modules" / what.package
+    home.mkdir(parents=True)
+    with tarfile.open(tarball) as archive:
+        for member in archive.getmembers():
+            member.name = member.name.partition("/")[2]  # the tarball's top folder is "package/"
+        archive.extractall(home, members=[m for m in archive.getmembers() if m.name], filter="data")
+    tarball.unlink()
+    _run(["npm", "install", "--omit=dev", "--ignore-scripts", *quiet, *npm_cache], what, cwd=home)
+    tools = target / "build-tools"
+    _run(["npm", "install", *quiet, *npm_cache, "--prefix", str(tools), _NODE_GYP], what)
+    node_gyp = ["node", str(tools / "node_modules" / "node-gyp" / "bin" / "node-gyp.js")]
+    env = {**os.environ, "CKJS_LINKING": "dynamic", "JOBS": "2"}
+    _run(["node", "util/configure"], what, cwd=home, env=env)
+    _run([*node_gyp, "configure", f"--nodedir={_node_headers(what)}"], what, cwd=home, env=env)
+    _run([*node_gyp, "build", "-j", "2"], what, cwd=home, env=env)
+    shutil.rmtree(tools)
+    for leftover in [*home.glob("deps/**/*.[oa]"), *home.glob("build/deps/*.a")]:
+        leftover.unlink()  # objects and static archives: the binding loads build/deps/librdkafka*.so
+
+
+def _node_headers(what: ClientRelease) -> Path:
+    """The prefix of the running node whose ``include/node`` has its headers (Debian's, NodeSource's)."""
+    node = shutil.which("node")
+    if node is None:
+        raise InstallError(f"{what.library} {what.release}: node is not installed; it is needed to build it")
+    prefix = Path(node).resolve().parent.parent
+    if not (prefix / "include" / "node" / "node.h").is_file():
+        raise InstallError(
+            f"{what.library} {what.release}: no node headers at {prefix / 'include' / 'node'} "
+            "(node-gyp would fetch them from nodejs.org); install node's development headers"
+        )
+    return prefix
+
+
+_INSTALLERS = {"python": _pip, "java": _maven, "go": _go, "node": _npm}
 
 
 def traffic_command(

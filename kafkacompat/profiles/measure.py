@@ -11,12 +11,13 @@ seen).  The recordings of one release are merged into one profile
 written to ``measured.jsonl`` with the evidence under ``recorded``: per
 broker, the steps of its traffic and the requests with their outcomes.
 
-The brokers: the emulator's 1.0 (before KIP-394, DeleteGroups and most of
-today's versions), 3.9 (the last before KIP-896) and 4.0 (KRaft; closes on
-every removed version, as Kafka 4.0 does), so a client's pick shows against
-three offers; the real Tansu (a
-look-alike); and the real Apache Kafka 0.9.0.1 (``ERA``: no ApiVersions; it
-stays silent on it), which measures how the client reacts to a broker that
+The brokers (``profiles.brokers``): real Apache Kafka 0.10.2, 1.0, 1.1
+(ZooKeeper), 3.9 and 4.4 (KRaft; 4.4 closes on every version 4.x removed), so
+a client's pick and its minimums show against five offers, old to new; the real Tansu
+and librdkafka 2.0.2's mock cluster (look-alikes: a verdict on one is the
+release's run there, ``verdicts``' measured-on-lookalike); and the real
+Apache Kafka 0.9.0.1 (``ERA``: no ApiVersions;
+it stays silent on it), which measures how the client reacts to a broker that
 never answers ApiVersions: it gives up, or infers an old release and goes on,
 and where it stops.  That run is evidence of its own
 (``without_api_versions``) and kept out of ``api_versions``: its version
@@ -24,8 +25,10 @@ probes to a silent broker are not its traffic.  Each broker is started once
 for every client.
 
 Run: ``python -m kafkacompat.profiles.measure [--cache DIR] [--out FILE]
-[--only LIBRARY] [--language LANG]`` (``make profiles``).  ``--only`` and
-``--language`` renew those profiles and keep the others of ``--out``.
+[--only LIBRARY] [--language LANG] [--runs DIR [--merge-only]]`` (``make
+profiles``).  ``--only`` and ``--language`` renew those profiles and keep the
+others of ``--out``; ``--runs`` keeps every run, and ``--merge-only`` merges
+the runs kept there again without running anything.
 """
 
 from __future__ import annotations
@@ -33,26 +36,41 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import sys
 import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from kafkacompat._cache import cache_root
 from kafkacompat.pipeline.client_format import validate_client_profile
+from kafkacompat.profiles.brokers import (
+    ERA,
+    MOCK,
+    TANSU,
+    RecordedBroker,
+    apache_line,
+    client_profiles,
+    recorded_broker,
+)
 from kafkacompat.profiles.installs import CLIENTS, ClientRelease, install, traffic_command
 from kafkacompat.profiles.merge import Recording, merge_recordings
 from kafkacompat.testing.client_traffic import read_report
-from kafkacompat.testing.ports import free_port
 
-__all__ = ["BROKERS", "ERA", "RecordedBroker", "era_evidence", "measure", "recorded_broker", "traffic_run"]
+__all__ = ["APACHE", "BROKERS", "ERA", "TANSU", "era_evidence", "measure", "traffic_run"]
 
-EMULATED: tuple[str, ...] = ("1.0", "3.9", "4.0/kraft-broker")
-TANSU = "tansu 0.6.0"
-ERA = "0.9.0.1"  # the real Apache Kafka without ApiVersions, measured apart
-BROKERS: tuple[str, ...] = (*EMULATED, TANSU, ERA)
+# Real Apache Kafka, old to new: 0.10.2 offers the oldest versions a client may go down to
+# (Metadata 0-2, Produce 0-2, JoinGroup 0-1); 1.0 and 1.1 come before KIP-394, 1.0 before
+# DeleteGroups, and a client picking from its own table of releases sends them different versions
+# where both offer the same (kafka-python 2.0.2's Produce: v4 to 1.0, v5 to 1.1); 3.9 is the last
+# before KIP-896; 4.4 closes on every version 4.x removed and offers the newest.
+APACHE: tuple[str, ...] = (
+    "0.10.2.2/zookeeper",
+    "1.0.2/zookeeper",
+    "1.1.1/zookeeper",
+    "3.9.2/kraft-combined",
+    "4.4.0/kraft-combined",
+)
+BROKERS: tuple[str, ...] = (*APACHE, TANSU, MOCK, ERA)
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "measured.jsonl"
 DEFAULT_CACHE = cache_root() / "clients"
@@ -60,106 +78,6 @@ ROOT = HERE.parent.parent
 TRAFFIC_TIMEOUT_S = 240  # per run, should a client wait without end
 ERA_REQUEST_TIMEOUT_S = 4.0  # every client waits this long on 0.9's silence before it moves
 ERA_TRAFFIC_TIMEOUT_S = 75  # a client still retrying against 0.9 by then is stopped in its step
-
-
-class RecordedBroker:
-    """A running broker whose metadata names the port ``record`` listens on during each run."""
-
-    def __init__(self, name: str, upstream: str, port: int) -> None:
-        self.name, self.upstream, self.port = name, upstream, port
-
-    @property
-    def apache_release(self) -> str | None:
-        return None if self.name == TANSU else self.name.partition("/")[0]
-
-    @contextmanager
-    def recording(self, out: Path) -> Iterator[int]:
-        """``record`` in front of the broker; yields the port clients bootstrap from."""
-        recorder = start_recorder(self.port, self.upstream, out)
-        try:
-            yield self.port
-        finally:
-            stop_recorder(recorder)
-
-
-def start_recorder(port: int, upstream: str, out: Path) -> subprocess.Popen[str]:
-    """``kafkacompat record`` listening on ``port`` of 127.0.0.1, writing ``out`` when stopped."""
-    recorder = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kafkacompat.cli",
-            "record",
-            "--listen",
-            f"127.0.0.1:{port}",
-            "--upstream",
-            upstream,
-            "--out",
-            str(out),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert recorder.stdout is not None
-    first = recorder.stdout.readline()
-    if not first.startswith("recording: "):
-        recorder.kill()
-        raise RuntimeError(f"kafkacompat record did not start (exit {recorder.wait()}): {first!r}")
-    return recorder
-
-
-def stop_recorder(recorder: subprocess.Popen[str]) -> None:
-    recorder.terminate()  # it writes its profiles on the way out
-    try:
-        recorder.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        recorder.kill()
-        recorder.wait()
-
-
-@contextmanager
-def recorded_broker(name: str) -> Iterator[RecordedBroker]:
-    """One broker of ``BROKERS`` (or an emulated release), started once, advertising a recorder's port."""
-    port = free_port()
-    if name == TANSU:
-        from kafkacompat.testing.tansu import TansuBroker
-
-        class AdvertisingTansu(TansuBroker):
-            @property
-            def command(self) -> list[str]:
-                argv = super().command
-                argv[argv.index("--advertised-listener-url") + 1] = f"tcp://127.0.0.1:{port}"
-                return argv
-
-        with AdvertisingTansu() as tansu:
-            yield RecordedBroker(name, tansu.bootstrap, port)
-        return
-    if name == ERA:
-        from kafkacompat.testing.kafka09 import Kafka09Broker
-
-        broker_port = free_port()
-        with tempfile.TemporaryDirectory() as scratch:
-            # Its controller reaches the broker through the advertised port while it starts.
-            startup = start_recorder(port, f"127.0.0.1:{broker_port}", Path(scratch) / "startup.jsonl")
-            try:
-                broker = Kafka09Broker(port=broker_port, advertised_port=port).__enter__()
-            finally:
-                stop_recorder(startup)
-        try:
-            yield RecordedBroker(name, broker.bootstrap, port)
-        finally:
-            broker.stop()
-        return
-    from kafkacompat.testing import ThreadedCluster
-
-    cluster = ThreadedCluster(name, brokers=1, topics={"traffic": 1}).start()
-    try:
-        upstream = cluster.bootstrap  # before the broker advertises the recorder's port instead
-        cluster.brokers[0].node.port = port
-        yield RecordedBroker(name, upstream, port)
-    finally:
-        cluster.close()
 
 
 def traffic_run(
@@ -172,8 +90,8 @@ def traffic_run(
     """One run of the client's traffic through ``record``: (report, profiles recorded)."""
     out = scratch / f"{client.slug}-{broker.name.replace('/', '-').replace(' ', '-')}.jsonl"
     out.unlink(missing_ok=True)
-    with broker.recording(out) as port:
-        argv, env = traffic_command(client, target, f"127.0.0.1:{port}", request_timeout_s)
+    with broker.recording(out) as bootstrap:
+        argv, env = traffic_command(client, target, bootstrap, request_timeout_s)
         if request_timeout_s is not None:
             env["KAFKACOMPAT_TRAFFIC_TIMEOUT"] = str(int(request_timeout_s * 2))
         process = subprocess.Popen(
@@ -187,8 +105,8 @@ def traffic_run(
             process.kill()
             output, _ = process.communicate()
     report = read_report(output, client.library)
-    profiles = [json.loads(line) for line in out.read_text().splitlines() if line] if out.exists() else []
-    return report, profiles
+    recorded = [json.loads(line) for line in out.read_text().splitlines() if line] if out.exists() else []
+    return report, [dict(p) for p in client_profiles(recorded)]
 
 
 def era_evidence(report: dict[str, Any], profiles: list[Any]) -> dict[str, Any]:
@@ -217,10 +135,11 @@ def profile_of(client: ClientRelease, runs: dict[str, tuple[dict[str, Any], list
     recordings = [
         Recording(
             name,
-            None if name == TANSU else name.partition("/")[0],
+            apache_line(name),
             profiles,
             bool(report["ok"]),
             sum(1 for step in report["steps"] if step["ok"] and "skipped" not in step),
+            next((str(step["step"]) for step in report["steps"] if not step["ok"]), None),
         )
         for name, (report, profiles) in runs.items()
         if name != ERA
@@ -262,23 +181,25 @@ def _joined_requests(profiles: list[Any]) -> list[dict[str, Any]]:
 
 
 def measure(
-    cache: Path, out: Path, chosen: Sequence[ClientRelease] = CLIENTS, brokers: Sequence[str] = BROKERS
+    cache: Path,
+    out: Path,
+    chosen: Sequence[ClientRelease] = CLIENTS,
+    brokers: Sequence[str] = BROKERS,
+    runs_dir: Path | None = None,
+    merge_only: bool = False,
 ) -> list[dict[str, Any]]:
     """Install ``chosen``, run each against every broker, write every profile to ``out``.
 
-    Profiles in ``out`` of releases not chosen are kept as they are.
+    Profiles in ``out`` of releases not chosen are kept as they are.  Each
+    run (the traffic's report and what ``record`` wrote) is kept in
+    ``runs_dir`` when given, one file per release and broker; ``merge_only``
+    merges the runs already there instead of running anything.
     """
-    installed = [(client, install(client, cache)) for client in chosen]
-    runs: dict[str, dict[str, tuple[dict[str, Any], list[Any]]]] = {c.slug: {} for c in chosen}
     with tempfile.TemporaryDirectory(prefix="kafkacompat-measure-") as scratch:
-        for name in brokers:
-            timeout = ERA_REQUEST_TIMEOUT_S if name == ERA else None
-            with _started(name) as broker:
-                for client, target in installed:
-                    report, profiles = traffic_run(client, target, broker, Path(scratch), timeout)
-                    runs[client.slug][name] = (report, profiles)
-                    print(f"{client.library} {client.release} against {name}: {_summary(report)}", flush=True)
-    renewed = {(c.library, c.release): profile_of(c, runs[c.slug]) for c in chosen}
+        kept_runs = runs_dir or Path(scratch) / "runs"
+        if not merge_only:
+            _run_all(cache, chosen, brokers, kept_runs, Path(scratch))
+        renewed = {(c.library, c.release): profile_of(c, _read_runs(kept_runs, c, brokers)) for c in chosen}
     kept = _existing(out)
     order = [(c.library, c.release) for c in CLIENTS]
     results = [renewed.get(k) or kept[k] for k in order if k in renewed or k in kept]
@@ -288,8 +209,37 @@ def measure(
     return results
 
 
-def _started(name: str) -> AbstractContextManager[RecordedBroker]:
-    return recorded_broker(name)
+def _run_all(
+    cache: Path, chosen: Sequence[ClientRelease], brokers: Sequence[str], runs_dir: Path, scratch: Path
+) -> None:
+    installed = [(client, install(client, cache)) for client in chosen]
+    for name in brokers:
+        timeout = ERA_REQUEST_TIMEOUT_S if name == ERA else None
+        with recorded_broker(name) as broker:
+            for client, target in installed:
+                report, profiles = traffic_run(client, target, broker, scratch, timeout)
+                path = _run_path(runs_dir, client, name)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps({"broker": name, "report": report, "profiles": profiles}) + "\n")
+                print(f"{client.library} {client.release} against {name}: {_summary(report)}", flush=True)
+
+
+def _run_path(runs_dir: Path, client: ClientRelease, broker: str) -> Path:
+    return runs_dir / client.slug / f"{broker.replace('/', '-').replace(' ', '-')}.json"
+
+
+def _read_runs(
+    runs_dir: Path, client: ClientRelease, brokers: Sequence[str]
+) -> dict[str, tuple[dict[str, Any], list[Any]]]:
+    """The runs of ``client`` kept in ``runs_dir``, by broker; every broker must have one."""
+    runs = {}
+    for name in brokers:
+        path = _run_path(runs_dir, client, name)
+        if not path.exists():
+            raise FileNotFoundError(f"no run of {client.library} {client.release} against {name} ({path})")
+        run = json.loads(path.read_text(encoding="utf-8"))
+        runs[name] = (run["report"], run["profiles"])
+    return runs
 
 
 def _summary(report: dict[str, Any]) -> str:
@@ -315,13 +265,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=sorted({c.library for c in CLIENTS}), action="append")
     parser.add_argument("--language", choices=sorted({c.language for c in CLIENTS}), action="append")
     parser.add_argument("--broker", choices=BROKERS, action="append", help="(default: all of them)")
+    parser.add_argument("--runs", type=Path, help="keep each run (report, recordings) here")
+    parser.add_argument("--merge-only", action="store_true", help="merge the runs already in --runs")
     args = parser.parse_args(argv)
+    if args.merge_only and args.runs is None:
+        parser.error("--merge-only needs --runs")
     chosen = [
         c
         for c in CLIENTS
         if (not args.only or c.library in args.only) and (not args.language or c.language in args.language)
     ]
-    measure(args.cache, args.out, chosen, args.broker or BROKERS)
+    measure(args.cache, args.out, chosen, args.broker or BROKERS, args.runs, args.merge_only)
     return 0
 
 

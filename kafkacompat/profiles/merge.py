@@ -24,6 +24,13 @@ the client sent it in every recording whose traffic got through (one it does
 without somewhere is used only when offered), or, for a release that got
 through nowhere, in every recording that got furthest; telemetry never is
 (``verdicts.NEVER_REQUIRED``).
+
+``merge_recorded`` does the same for what ``kafkacompat record`` wrote in
+front of several brokers (``record --merge``, and ``check`` given several
+recordings of one client): each recording of a client is one run, against
+the broker whose ApiVersions answer it recorded (its release guessed from
+that answer, for ``by_release``); a recorder does not see whether the
+application's work got through, so every run counts as one that did.
 """
 
 from __future__ import annotations
@@ -32,11 +39,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kafkacompat.negotiation.measured_runs import STEP_APIS
+from kafkacompat.negotiation.release_guess import guess_release
 from kafkacompat.negotiation.silent_broker import API_VERSIONS
 from kafkacompat.negotiation.verdicts import NEVER_REQUIRED
 from kafkacompat.protocol.removals import release_order
+from kafkacompat.protocol.versions import VersionRange
+from kafkacompat.testing.client_traffic import STEPS
 
-__all__ = ["Recording", "merge_recordings", "offered_ranges"]
+__all__ = ["Recording", "merge_recorded", "merge_recordings", "offered_ranges"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +59,7 @@ class Recording:
     profiles: Sequence[Mapping[str, Any]]  # every profile the recording wrote (one per client id)
     ok: bool = True
     passed: int = 0  # steps of the traffic that passed
+    failed_step: str | None = None  # the step of the traffic it failed in
 
 
 def offered_ranges(profiles: Sequence[Mapping[str, Any]]) -> dict[int, tuple[int, int]]:
@@ -95,7 +107,69 @@ def merge_recordings(client: str, version: str, recordings: Sequence[Recording])
         }
         entry.update(_pick(key, per_broker, offers, apache, fixed_seen))
         entries.append(entry)
-    return {"client": client, "version": version, "api_versions": entries}
+    for key in _refused_by_the_client(recordings, set(sent)):
+        # min above max: it cannot write the API at all (``pipeline.client_format``).
+        entries.append(
+            {"api_key": key, "min": 1, "max": 0, "min_exact": True, "max_exact": True, "required": True}
+        )
+    return {"client": client, "version": version, "api_versions": sorted(entries, key=lambda e: e["api_key"])}
+
+
+def _refused_by_the_client(recordings: Sequence[Recording], sent: set[int]) -> list[int]:
+    """The APIs of a step no run got past, failed without the client ever sending the step's API.
+
+    The client refused the step itself, whatever the broker offered (sarama
+    1.40.1's default protocol version has no DeleteGroups: it fails the step
+    with UNSUPPORTED_VERSION of its own making, sending nothing): it cannot
+    send that API, and the traffic needs it.
+    """
+    failed = [STEPS.index(r.failed_step) for r in recordings if r.failed_step in STEPS]
+    if not failed or any(r.ok for r in recordings):
+        return []
+    step = STEPS[max(failed)]  # the furthest any run got
+    api = STEP_APIS[step][0]
+    reached = sum(1 for r in recordings if r.failed_step == step)  # against brokers that differ
+    return [api] if reached >= 2 and api not in sent else []
+
+
+def merge_recorded(profiles: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Profiles with the recordings of each client merged into one, in the order first met.
+
+    A client met once is kept as it is.  Several profiles of one (client,
+    version) must all be recordings (``recorded.offered``: the ApiVersions
+    answers the recorder saw); otherwise the same profile is given twice, a
+    ``ValueError`` naming it.
+    """
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for profile in profiles:
+        groups.setdefault((str(profile["client"]), str(profile["version"])), []).append(profile)
+    merged: list[dict[str, Any]] = []
+    for (client, version), group in groups.items():
+        if len(group) == 1:
+            merged.append(dict(group[0]))
+            continue
+        if not all(p.get("recorded", {}).get("offered") for p in group):
+            raise ValueError(
+                f"{client} {version or '(no version)'} is given {len(group)} times and not every one is a "
+                "recording (kafkacompat record) to merge"
+            )
+        recordings = [
+            Recording(f"recording {number}", _release_of(offered_ranges([p])), [p])
+            for number, p in enumerate(group, 1)
+        ]
+        profile = merge_recordings(client, version, recordings)
+        profile["recorded"] = {
+            "source": "kafkacompat record, merged",
+            "merged": [{"recording": r.broker, "release": r.apache_release} for r in recordings],
+        }
+        merged.append(profile)
+    return merged
+
+
+def _release_of(offered: Mapping[int, tuple[int, int]]) -> str | None:
+    """The Apache release an ApiVersions answer names, when it names one (the oldest of a tie)."""
+    guess = guess_release({key: VersionRange(low, high) for key, (low, high) in offered.items()})
+    return min(guess.releases, key=release_order) if guess.releases else None
 
 
 def _pick(

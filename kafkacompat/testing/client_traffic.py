@@ -382,6 +382,9 @@ def read_report(output: str, library: str) -> dict[str, Any]:
             running = None
     if running is not None:
         steps.append({"step": running, "ok": False, "error": "the client process died in this step"})
+    elif not steps:  # not even its first step began: it is the setup that failed
+        ended = "the client process ended before its first step"
+        steps.append({"step": "setup", "ok": False, "error": ended})
     return {"library": library, "version": "unknown", "ok": False, "steps": steps}
 
 

@@ -28,18 +28,9 @@ from typing import Any
 import pytest
 
 from kafkacompat.profiles import load_measured
+from kafkacompat.profiles.brokers import ERA, RecordedBroker, recorded_broker, start_recorder, stop_recorder
 from kafkacompat.profiles.installs import CLIENTS, ClientRelease, install
-from kafkacompat.profiles.measure import (
-    DEFAULT_CACHE,
-    ERA,
-    ERA_REQUEST_TIMEOUT_S,
-    RecordedBroker,
-    era_evidence,
-    recorded_broker,
-    start_recorder,
-    stop_recorder,
-    traffic_run,
-)
+from kafkacompat.profiles.measure import DEFAULT_CACHE, ERA_REQUEST_TIMEOUT_S, era_evidence, traffic_run
 
 pytestmark = pytest.mark.broker
 
@@ -63,9 +54,9 @@ def emulated() -> Iterator[RecordedBroker]:
 def verdicts(real: RecordedBroker, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Per client label: (verdict from the release table, verdict from the live broker)."""
     modelled = check("measured", "--release", "0.9.0")
-    recorder = start_recorder(real.port, real.upstream, tmp_path_factory.mktemp("check") / "c.jsonl")
+    recorder = start_recorder(real.bootstrap, real.upstream, tmp_path_factory.mktemp("check") / "c.jsonl")
     try:  # check probes every broker, at the address the broker advertises: the recorder's
-        live = check("measured", "--bootstrap", f"127.0.0.1:{real.port}")
+        live = check("measured", "--bootstrap", real.bootstrap)
     finally:
         stop_recorder(recorder)
     return {

@@ -48,6 +48,26 @@ def test_a_release_gets_a_fresh_clusters_features_unless_told() -> None:
         brokers_for_release("4.0", "zk-broker", {})
 
 
+def test_4_3_and_4_4_are_known_with_their_features_and_kip_896_removals() -> None:
+    from kafkacompat.negotiation.verdicts import BrokerSide, ClientEntry, ClientSide, judge
+    from kafkacompat.protocol.versions import VersionRange
+
+    old_fetch = ClientSide("app", "1", {1: ClientEntry(1, VersionRange(3, 3), "fixed", required=True)})
+    share_v0 = ClientSide("app", "1", {78: ClientEntry(78, VersionRange(0, 0), "fixed", required=True)})
+    for release, metadata_version in (("4.3", 30), ("4.4", 33)):
+        (fresh,) = brokers_for_release(release, None, {})
+        assert fresh.label == f"Kafka {release} (kraft-broker)" and fresh.finalized is not None
+        assert fresh.finalized["metadata.version"] == metadata_version
+        assert fresh.finalized["share.version"] >= 1 and fresh.finalized["transaction.version"] == 2
+        # A release guessed from its ranges (check --cluster) is the same release.
+        guessed = BrokerSide("node", fresh.apis, None, {})
+        for broker in (fresh, guessed):
+            (finding,) = judge(old_fetch, [broker]).findings
+            assert (finding.rule, finding.source) == ("removed-in-4", "KIP-896"), release
+        (early_access,) = judge(share_v0, [fresh]).findings  # ShareFetch v0: dropped in 4.1
+        assert (early_access.rule, early_access.source) == ("removed-in-4", "KAFKA-19057"), release
+
+
 def test_snapshots_give_the_latest_line_of_every_node(tmp_path: Path) -> None:
     def line(node: int, release: str, at: str) -> str:
         caps = BrokerCapabilities.from_ranges(

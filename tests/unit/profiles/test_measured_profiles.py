@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from kafkacompat.negotiation.verdicts import client_side
@@ -134,3 +135,107 @@ def test_the_committed_profiles_are_the_pipelines_format_and_cover_every_release
         # Every release was measured against a broker that never answers ApiVersions.
         measured = client_side(profile).silent_broker
         assert measured is not None and measured.measured_against == ERA
+
+
+def recording_against(release: str, kind: str, sent: dict[int, int]) -> dict[str, Any]:
+    """What ``record`` writes for a client sending ``sent`` (api -> version) to a broker of ``release``."""
+    from kafkacompat.negotiation.release_guess import known_api_ranges
+
+    offered = {k: (r.lowest, r.highest) for k, r in known_api_ranges(release, kind).items()}
+    return recorded("lib", [entry(key, version, version) for key, version in sent.items()], offered)
+
+
+def test_recordings_of_one_client_in_front_of_different_brokers_merge_into_one_profile() -> None:
+    from kafkacompat.profiles.merge import merge_recorded
+
+    old = recording_against("1.0", "zk-broker", {PRODUCE: 4, METADATA: 5})
+    new = recording_against("3.9", "zk-broker", {PRODUCE: 7, METADATA: 12})
+    other = {"client": "other", "version": "2", "api_versions": [entry(METADATA, 1, 1)]}
+    merged, kept = merge_recorded([old, other, new])
+    assert kept == other  # met once: as it is
+    assert merged["recorded"]["merged"] == [
+        {"recording": "recording 1", "release": "1.0"},
+        {"recording": "recording 2", "release": "3.9"},
+    ]
+    produce, metadata = by_key(merged)[PRODUCE], by_key(merged)[METADATA]
+    # Offered 0-5 and 0-11, it sent v4 and v7: its own table, keyed by the releases the answers name.
+    assert produce["pick"] == "release-table"
+    assert produce["by_release"] == [{"release": "1.0", "version": 4}, {"release": "3.9", "version": 7}]
+    assert (metadata["pick"], metadata["min"], metadata["max"]) == ("highest", 5, 12)
+
+
+def test_a_profile_given_twice_that_is_not_a_recording_is_refused() -> None:
+    import pytest
+
+    from kafkacompat.profiles.merge import merge_recorded
+
+    plain = {"client": "app", "version": "1", "api_versions": [entry(METADATA, 1, 1)]}
+    with pytest.raises(ValueError, match="app 1 is given 2 times and not every one is a recording"):
+        merge_recorded([plain, dict(plain)])
+
+
+def test_record_merge_and_check_merge_recordings_of_one_client(tmp_path: Path, capsys: Any) -> None:
+    from kafkacompat.cli import main
+
+    old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
+    old.write_text(json.dumps(recording_against("1.0", "zk-broker", {PRODUCE: 4, METADATA: 5})) + "\n")
+    new.write_text(json.dumps(recording_against("3.9", "zk-broker", {PRODUCE: 7, METADATA: 12})) + "\n")
+    out = tmp_path / "merged.jsonl"
+    assert main(["record", "--merge", str(old), str(new), "--out", str(out)]) == 0
+    (merged,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert by_key(merged)[PRODUCE]["pick"] == "release-table"
+    # check merges the same way: one verdict for the client, read with its table.
+    capsys.readouterr()
+    assert main(["check", str(old), str(new), "--release", "2.8", "--format", "json"]) == 0
+    (verdict,) = json.loads(capsys.readouterr().out)["verdicts"]
+    (picks,) = verdict["picks"].values()
+    assert verdict["client"] == "lib" and {p["api"]: p["version"] for p in picks}["Produce"] == 7
+    assert main(["check", str(out), "--release", "2.8", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verdicts"] == [verdict]
+
+
+def test_a_step_the_client_fails_everywhere_without_sending_its_api_is_an_api_it_cannot_send() -> None:
+    from kafkacompat.negotiation.release_guess import known_api_ranges
+    from kafkacompat.negotiation.verdicts import BrokerSide, judge
+
+    delete_groups = 42
+    # sarama 1.40.1: its default protocol version has no DeleteGroups; it fails the step by itself.
+    runs = [
+        Recording(r, r, [recorded("lib", [entry(METADATA, 5, 5)])], False, 5, "delete-group")
+        for r in ("1.1", "3.9")
+    ] + [Recording("4.4", "4.4", [recorded("lib", [entry(METADATA, 5, 5)])], False, 0, "metadata")]
+    merged = by_key(merge_recordings("lib", "1", runs))
+    assert merged[delete_groups] == {
+        "api_key": delete_groups, "min": 1, "max": 0, "min_exact": True, "max_exact": True, "required": True
+    }
+    kafka_39 = BrokerSide("Kafka 3.9", dict(known_api_ranges("3.9", "zk-broker")), "3.9", {})
+    verdict = judge(client_side(merge_recordings("lib", "1", runs)), [kafka_39])
+    assert [(f.api_name, f.rule, f.severity) for f in verdict.findings] == [
+        ("DeleteGroups", "client-cannot-send", "breaks")
+    ]
+    # Failed there against one broker only, or sent the API somewhere, or got through somewhere: no.
+    assert delete_groups not in by_key(merge_recordings("lib", "1", runs[1:]))
+    sends = [recorded("lib", [entry(delete_groups, 0, 0)])]
+    sent = [Recording("2.8", "2.8", sends, False, 5, "delete-group")]
+    assert by_key(merge_recordings("lib", "1", runs + sent))[delete_groups]["min"] == 0  # as sent
+    through = [Recording("2.8", "2.8", [recorded("lib", [entry(METADATA, 5, 5)])], True, 7)]
+    assert delete_groups not in by_key(merge_recordings("lib", "1", runs + through))
+
+
+def test_broker_names_give_the_release_as_the_release_table_names_it() -> None:
+    from kafkacompat.profiles.brokers import TANSU, apache_line, is_apache
+
+    assert [apache_line(n) for n in ("0.10.2.2/zookeeper", "1.1.1/zookeeper", "4.4.0/kraft-combined")] == [
+        "0.10.2",
+        "1.1",
+        "4.4",
+    ]
+    assert apache_line(TANSU) is None and apache_line("4.0/kraft-broker") == "4.0"  # emulated
+    assert is_apache("2.8.2/zookeeper") and not is_apache("4.0/kraft-broker") and not is_apache(TANSU)
+
+
+def test_a_client_that_printed_nothing_failed_in_setup() -> None:
+    report = read_report("", "kafkajs")  # kafkajs 1.16.0 against 0.9.0.1
+    assert report["steps"] == [
+        {"step": "setup", "ok": False, "error": "the client process ended before its first step"}
+    ]

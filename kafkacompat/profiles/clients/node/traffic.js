@@ -1,5 +1,8 @@
 // Application traffic through a KafkaJS-style client (kafkajs, or Confluent's librdkafka binding
 // in its KafkaJS API).  The steps and JSON lines are those of kafkacompat.testing.client_traffic.
+// Where the two APIs differ (where compression, fromBeginning and autoCommit are set), the
+// client's program passes an adapter: kafka(), producer(kafka, transactionalId), send(producer,
+// record), consumer(kafka, groupId), subscribe(consumer, topic), runOptions(eachMessage).
 'use strict';
 
 const TOPIC = 'traffic';
@@ -8,7 +11,7 @@ const WAIT_MS = 20000;
 
 function emit(event) { process.stdout.write(JSON.stringify(event) + '\n'); }
 
-async function runTraffic(library, release, makeKafka, compression) {
+async function runTraffic(library, release, client) {
   const steps = [];
   let ok = true;
   const end = (s) => { steps.push(s); emit(s); };
@@ -24,7 +27,7 @@ async function runTraffic(library, release, makeKafka, compression) {
     end({ step: name, ok: true });
   }
   const group = `kafkacompat-traffic-${Math.random().toString(16).slice(2, 10)}`;
-  const kafka = makeKafka();
+  const kafka = client.kafka();
   const admin = kafka.admin();
   try {
     await admin.connect();
@@ -36,28 +39,25 @@ async function runTraffic(library, release, makeKafka, compression) {
       await admin.fetchTopicMetadata({ topics: [TOPIC] });
     });
     await step('produce', async () => {
-      const producer = kafka.producer();
+      const producer = client.producer(kafka, null);
       await producer.connect();
-      await producer.send({ topic: TOPIC, compression, messages: [{ value: PAYLOAD, partition: 0 }] });
+      await client.send(producer, { topic: TOPIC, messages: [{ value: PAYLOAD, partition: 0 }] });
       await producer.disconnect();
     });
-    const consumer = kafka.consumer({ groupId: group, autoCommit: false, fromBeginning: true });
+    const consumer = client.consumer(kafka, group);
     let consumed = null;
     try {
       await step('consume', async () => {
         await consumer.connect();
-        await consumer.subscribe({ topic: TOPIC, fromBeginning: true });  // kafkajs 1.x knows no topics: []
+        await client.subscribe(consumer, TOPIC);
         consumed = await new Promise((resolve, reject) => {
           const timer = setTimeout(() => reject(new Error('no record consumed')), WAIT_MS);
-          consumer.run({
-            autoCommit: false,
-            eachMessage: async ({ topic, partition, message }) => {
-              if (message.value && message.value.toString() === PAYLOAD) {
-                clearTimeout(timer);
-                resolve({ topic, partition, offset: (BigInt(message.offset) + 1n).toString() });
-              }
-            },
-          }).catch(reject);
+          consumer.run(client.runOptions(async ({ topic, partition, message }) => {
+            if (message.value && message.value.toString() === PAYLOAD) {
+              clearTimeout(timer);
+              resolve({ topic, partition, offset: (BigInt(message.offset) + 1n).toString() });
+            }
+          })).catch(reject);
         });
       });
       await step('commit', async () => { await consumer.commitOffsets([consumed]); });
@@ -67,7 +67,7 @@ async function runTraffic(library, release, makeKafka, compression) {
     await step('describe-group', async () => { await admin.describeGroups([group]); });
     await step('delete-group', async () => { await admin.deleteGroups([group]); });
     await step('transaction', async () => {
-      const producer = kafka.producer({ transactionalId: `${group}-txn`, idempotent: true, maxInFlightRequests: 1 });
+      const producer = client.producer(kafka, `${group}-txn`);
       await producer.connect();
       const txn = await producer.transaction();
       await txn.send({ topic: TOPIC, messages: [{ value: 'kafkacompat traffic', partition: 0 }] });
