@@ -40,7 +40,7 @@ from bench.peer_builds import FRANZ_GO, KCL_VERSION, PeerBuildError, franz_go, j
 from kafkacompat.aio.connection import BrokerConnection as AsyncioConnection
 from kafkacompat.blocking.connection import BlockingConnection
 from kafkacompat.connection.config import ConnectionConfig
-from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
+from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.testing import ApacheKafka
 from kafkacompat.testing.counting_proxy import Connection, CountingProxy
 from kafkacompat.transport.connection import BrokerConnection as TrioConnection

@@ -21,7 +21,7 @@ try:
     with open_blocking_connection(host, int(port), config) as conn:
         assert conn.capabilities is not None
         print(conn.node, f"{len(conn.capabilities.api_ranges)} APIs,",
-              "Metadata", conn.capabilities.broker_range(3), "-> v", conn.pick_version(3))
+              "Metadata", conn.capabilities.broker_range(3), "-> v", conn.capabilities.pick_version(3))
         response = conn.request(MetadataRequest(topics=[]))
         print("brokers:", [(b.node_id, b.host, b.port) for b in response.brokers])
 except KafkaCompatError as exc:

@@ -47,7 +47,8 @@ async def main(bootstrap: str, topic: str) -> None:
 
         # Metadata at the version the connection negotiated: who leads partition 0?
         conn = await cluster.any_connection()
-        version = conn.pick_version(MetadataRequest.API_KEY)
+        assert conn.capabilities is not None  # negotiated: any_connection hands out ready ones
+        version = conn.capabilities.pick_version(MetadataRequest.API_KEY)
         wanted = MetadataRequest.MetadataRequestTopic(name=topic)
         metadata = await conn.request(MetadataRequest(topics=[wanted]))
         partition = metadata.topics[0].partitions[0]

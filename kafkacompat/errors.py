@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from kafkacompat.negotiation.features import FinalizeVerdict
-    from kafkacompat.negotiation.handshake_table import Event, State
+    from kafkacompat.negotiation.handshake.table import Event, State
 
 __all__ = [
     "AuthenticationError",

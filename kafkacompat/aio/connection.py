@@ -7,12 +7,15 @@ socket on the loop for plain TCP, asyncio streams for TLS), applies the
 deadlines, and wakes the callers its events name.  It imports no trio and
 starts no thread.
 
-Setup runs in the caller's task.  Once the connection is ready, a reader task
-feeds what arrives to the connection; requests are written once the loop's
-current turn is over, everything queued meanwhile in one write (handed to the
-channel whole, so no write is ever cut off half-way).  A caller that times
-out or is cancelled gives its request back: queued, it is never written;
-written, its late answer is read and dropped.
+Setup runs in the caller's task, each step within the instant the connection
+gives it (``next_step``).  Once the connection is ready, a reader task feeds
+what arrives to the connection; requests are written once the loop's current
+turn is over, everything due meanwhile in one write (handed to the channel
+whole, so no write is ever cut off half-way).  Requests past the in-flight
+bound wait inside the connection, which says when a write is due
+(``write_due_at``); a write it puts off is made by a timer of the loop.  A
+caller that times out or is cancelled gives its request back: not written, it
+never is; written, its late answer is read and dropped.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import math
 import socket
 import ssl
 from collections.abc import AsyncIterator
@@ -39,23 +43,15 @@ from kafkacompat.connection.client_connection import (
 from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.connection.os_errors import translate_os_error
 from kafkacompat.errors import (
-    AuthenticationError,
     KafkaCompatError,
     KafkaTimeoutError,
     TransportError,
-    attach_context,
 )
 from kafkacompat.negotiation.addresses import check_address, literal_version
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
-from kafkacompat.negotiation.handshake_types import HandshakeResult
-from kafkacompat.negotiation.pipeline_events import (
-    ConnectionFailed,
-    PipelineEvent,
-    RequestFailed,
-    ResponseReceived,
-    Ticket,
-)
+from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
+from kafkacompat.negotiation.handshake.types import HandshakeResult
+from kafkacompat.negotiation.pipeline_events import PipelineEvent, Ticket, endings
 from kafkacompat.protocol.message import KafkaMessage, KafkaRequest, ResponseT
 
 if TYPE_CHECKING:  # a first negotiation has nothing to compare with: loaded on a reconnect
@@ -87,8 +83,8 @@ class BrokerConnection:
         self._channel: Channel | None = None
         self._read_task: asyncio.Task[None] | None = None
         self._waiters: dict[int, asyncio.Future[KafkaMessage | None]] = {}  # id(ticket) -> its caller
-        self._slots = asyncio.Semaphore(self.config.max_in_flight)
         self._flush_scheduled = False
+        self._flush_timer: asyncio.TimerHandle | None = None  # a write the connection put off
         self._closed = False
 
     @property
@@ -102,7 +98,8 @@ class BrokerConnection:
 
     @property
     def in_flight(self) -> int:
-        return len(self._waiters)
+        protocol = self._protocol
+        return protocol.in_flight if protocol is not None and protocol.is_ready else 0
 
     def __repr__(self) -> str:
         state = "ready" if self.is_ready else ("closed" if self._closed else "not ready")
@@ -131,7 +128,6 @@ class BrokerConnection:
 
             note_change(self.changes, self.node, self.capabilities, ready.capabilities, log)
         self._protocol, self.handshake, self.capabilities = protocol, ready.handshake, ready.capabilities
-        self._slots = asyncio.Semaphore(self.config.max_in_flight)
         # The reader starts with the first request: a connection opened only to learn
         # the broker's capabilities never needs it.
         self._read_task = None
@@ -149,6 +145,8 @@ class BrokerConnection:
         self._closed = True
         if self._protocol is not None:
             self._dispatch(self._protocol.closed())
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
         task, self._read_task = self._read_task, None
         try:
             if task is not None and task is not asyncio.current_task() and not task.done():
@@ -159,11 +157,6 @@ class BrokerConnection:
 
     # -- requests ----------------------------------------------------------------------
 
-    def pick_version(self, api_key: int) -> int:
-        if self.capabilities is None:
-            raise TransportError("the connection has not negotiated yet", node=self.node)
-        return self.capabilities.pick_version(api_key, self.config.policy)
-
     async def request(
         self,
         message: KafkaRequest[ResponseT],
@@ -171,7 +164,7 @@ class BrokerConnection:
         version: int | None = None,
         request_timeout: float | None = None,
     ) -> ResponseT:
-        """Send ``message`` at the picked (or given) version; return the decoded response.
+        """Send ``message`` at ``version`` (default: ``capabilities.pick_version``); return the answer.
 
         ``request_timeout`` overrides the configured one; when it passes, the
         request is given up (its late answer is dropped) and
@@ -181,52 +174,39 @@ class BrokerConnection:
         protocol = self._protocol
         if protocol is None or self.capabilities is None:
             raise TransportError("the connection has not negotiated yet", node=self.node)
-        api_key = require_request(message)
-        if version is None:
-            version = self.pick_version(api_key)
+        require_request(message)
+        loop = asyncio.get_running_loop()
         limit = request_timeout if request_timeout is not None else self.config.request_timeout
-        deadline = asyncio.get_running_loop().time() + limit
-        ticket: Ticket | None = None
+        deadline = loop.time() + limit
+        if self._closed and protocol.failure is None:
+            raise TransportError("the connection was closed", node=self.node)
+        ticket = protocol.send(message, version)  # past the bound, it waits for a slot in there
+        waiter: asyncio.Future[KafkaMessage | None] = loop.create_future()
+        self._waiters[id(ticket)] = waiter
+        if self._read_task is None:
+            reading = self._read_loop(protocol)
+            self._read_task = loop.create_task(reading, name=f"kafkacompat reader {self.node}")
+        self._schedule_flush(protocol)
         try:
             async with asyncio.timeout_at(deadline):
-                async with self._slots:
-                    failure = protocol.failure
-                    if failure is not None or self._closed:
-                        raise (failure or TransportError("the connection was closed", node=self.node))
-                    ticket = protocol.send(message, version)
-                    if self._read_task is None:
-                        reading = self._read_loop(protocol)
-                        self._read_task = asyncio.create_task(reading, name=f"kafkacompat reader {self.node}")
-                    waiter: asyncio.Future[KafkaMessage | None] = asyncio.get_running_loop().create_future()
-                    self._waiters[id(ticket)] = waiter
-                    self._schedule_flush(protocol)
-                    response = await waiter
-            if asyncio.get_running_loop().time() > deadline:
+                response = await waiter
+            if loop.time() > deadline:
                 # Decoding the answer ran past the deadline: a deadline covers the whole call.
                 raise TimeoutError
             return cast(ResponseT, response)  # None only for an acks=0 Produce
         except TimeoutError:
-            if ticket is None:
-                raise KafkaTimeoutError(
-                    f"timed out waiting for one of the {self.config.max_in_flight} in-flight slots "
-                    f"to send {message.NAME} v{version}",
-                    node=self.node,
-                ) from None
-            self._give_up(protocol, ticket)
-            raise KafkaTimeoutError(
-                f"no response to {message.NAME} v{version} within the timeout", node=self.node
-            ) from None
+            late = ticket.timeout_error(message.NAME, self.config.max_in_flight, self.node)
+            self._give_up(protocol, ticket)  # after: giving up ends its stage
+            raise late from None
         except BaseException:
-            if ticket is not None:
-                self._give_up(protocol, ticket)
+            self._give_up(protocol, ticket)
             raise
 
     # -- driving the sans-I/O connection ------------------------------------------------
 
     async def _set_up(self, protocol: ClientConnection) -> Ready:
-        loop = asyncio.get_running_loop()
-        deadline = until = 0.0
-        action = protocol.next_action()
+        """Drive ``protocol`` through its setup, each step within the instant it gives."""
+        now = asyncio.get_running_loop().time
         try:
             while True:
                 # One timeout scope for the whole setup, moved at each step (a scope per step
@@ -235,22 +215,35 @@ class BrokerConnection:
                 try:
                     async with asyncio.timeout(None) as scope:
                         while True:
-                            action = protocol.next_action()
-                            if isinstance(action, OpenSocket):
-                                until = loop.time() + self.config.connect_timeout
-                                scope.reschedule(until)
-                                await self._open_socket(protocol)
+                            step = protocol.next_step(now())
+                            action = step.action
+                            if isinstance(action, Read):
+                                assert self._channel is not None
+                                scope.reschedule(step.ends_by)
+                                try:
+                                    data = await self._channel.read()
+                                except (OSError, ssl.SSLError):
+                                    data = b""  # a reset is a close, for the handshake
+                                if data:
+                                    protocol.receive_data(data)
+                                else:
+                                    protocol.closed()
                             elif isinstance(action, Write):
-                                if action.fresh_deadline:  # a request and its answer share one deadline
-                                    deadline = loop.time() + self.config.request_timeout
-                                until = deadline
-                                await self._setup_write(protocol, action.data, scope, until)
-                            elif isinstance(action, Read):
-                                until = deadline
-                                if action.quiet_period is not None:  # quiet only while the deadline is ahead
-                                    until = min(deadline, loop.time() + action.quiet_period)
-                                scope.reschedule(until)
-                                await self._setup_read(protocol, action, deadline)
+                                assert self._channel is not None
+                                try:
+                                    self._channel.write(action.data)
+                                    # A request the socket took at once needs no deadline (moving
+                                    # the scope's costs a timer handle made and one cancelled).
+                                    if not self._channel.flushed:
+                                        scope.reschedule(step.ends_by)
+                                        await self._channel.drain()
+                                except (OSError, ssl.SSLError):
+                                    protocol.closed()  # a reset is a close, for the handshake
+                                else:
+                                    protocol.written()
+                            elif isinstance(action, OpenSocket):
+                                scope.reschedule(step.ends_by)
+                                await self._open_socket(protocol)
                             elif isinstance(action, SetupFailed):
                                 raise action.error
                             else:
@@ -259,10 +252,7 @@ class BrokerConnection:
                 except TimeoutError:
                     if not scope.expired():
                         raise
-                    if isinstance(action, Read) and until < deadline:
-                        protocol.quiet()
-                    else:
-                        protocol.timed_out()
+                    protocol.step_expired()
         except BaseException:
             await self._close_socket()
             raise
@@ -277,55 +267,19 @@ class BrokerConnection:
                 family = socket.AF_INET6 if version == 6 else socket.AF_INET
                 self._channel = await SocketChannel.connect(self.host, self.port, family)
             else:
-                context: ssl.SSLContext | None = None
+                context = None
                 if tls is not None:
-                    from kafkacompat.connection.tls import tls_context
+                    from kafkacompat.connection.tls import tls_context  # TLS only: aio's RSS target
 
                     context = tls_context(tls)
                 server_hostname = (tls.server_hostname or self.host) if tls is not None else None
                 self._channel = await StreamChannel.connect(self.host, self.port, context, server_hostname)
         except TimeoutError:  # the system's own connect timeout
-            protocol.timed_out()
+            protocol.open_failed(KafkaTimeoutError(f"timed out while {doing}", node=self.node))
         except (OSError, ssl.SSLError) as exc:
-            error = translate_os_error(exc, self.node, doing)
-            if isinstance(error, AuthenticationError):  # TLS verification: not a handshake matter
-                raise attach_context(error, transcript=protocol.transcript) from None
-            protocol.connect_failed(str(error))
+            protocol.open_failed(translate_os_error(exc, self.node, doing))
         else:
             protocol.connected()
-
-    async def _setup_write(
-        self, protocol: ClientConnection, data: bytes, scope: asyncio.Timeout, deadline: float
-    ) -> None:
-        channel = self._channel
-        assert channel is not None
-        try:
-            channel.write(data)
-            # A request the socket took at once needs no deadline: nothing is left to wait
-            # for (moving the scope's deadline costs a timer handle made and one cancelled).
-            if not channel.flushed:
-                scope.reschedule(deadline)
-                await channel.drain()
-        except (OSError, ssl.SSLError):
-            protocol.closed()
-        else:
-            protocol.written()
-
-    async def _setup_read(self, protocol: ClientConnection, action: Read, deadline: float) -> None:
-        assert self._channel is not None
-        try:
-            data = await self._channel.read()
-        except (OSError, ssl.SSLError):
-            protocol.closed()  # a reset is a close for the handshake's purposes
-        else:
-            if not data:
-                protocol.closed()
-                return
-            protocol.receive_data(data)  # decodes what completed: the deadline covers that too
-            if asyncio.get_running_loop().time() > deadline:
-                raise KafkaTimeoutError(
-                    f"timed out while reading {action.what}", node=self.node, transcript=protocol.transcript
-                )
 
     async def _read_loop(self, protocol: ClientConnection) -> None:
         channel = self._channel
@@ -347,8 +301,8 @@ class BrokerConnection:
                 await self._close_socket()
 
     def _schedule_flush(self, protocol: ClientConnection) -> None:
-        """Write what is queued once this turn of the loop is over: the requests made in
-        the meantime (a gather of a thousand, say) go out together, in one write."""
+        """Write what is due once this turn of the loop is over: the requests made in the
+        meantime (a gather of a thousand, say) go out together, in one write."""
         if not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush, protocol)
@@ -358,9 +312,17 @@ class BrokerConnection:
         channel = self._channel
         if channel is None or not protocol.is_ready:
             return
-        data = protocol.bytes_to_send()
-        if not data:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        due = protocol.write_due_at(now)
+        if due > now:
+            timer = self._flush_timer
+            if due < math.inf and (timer is None or timer.when() != due):
+                if timer is not None:
+                    timer.cancel()
+                self._flush_timer = loop.call_at(due, self._flush_timer_rang, protocol)
             return
+        data = protocol.bytes_to_send()
         try:
             # Handed to the channel, the bytes go out whole (it keeps what the socket does
             # not take yet; the in-flight bound bounds that): the write is done.
@@ -369,6 +331,10 @@ class BrokerConnection:
             self._dispatch(protocol.closed(translate_os_error(exc, self.node, "writing a request")))
             return
         self._dispatch(protocol.write_done())
+
+    def _flush_timer_rang(self, protocol: ClientConnection) -> None:
+        self._flush_timer = None  # asyncio may run a timer a clock tick early: asked again then
+        self._flush(protocol)
 
     def _write_failed(self, protocol: ClientConnection, exc: OSError) -> None:
         if protocol.is_ready:
@@ -380,29 +346,20 @@ class BrokerConnection:
             waiter.cancel()
         if protocol.is_ready:
             self._dispatch(protocol.abandon(ticket))
+            self._schedule_flush(protocol)  # its slot may go to a request waiting for one
 
     def _dispatch(self, events: list[PipelineEvent]) -> None:
-        for event in events:
-            if isinstance(event, ConnectionFailed):
-                for ticket in event.failed:
-                    self._settle(ticket, error=event.error_of(ticket))
-            elif isinstance(event, ResponseReceived):
-                self._settle(event.ticket, response=event.response)
-            elif isinstance(event, RequestFailed):
-                self._settle(event.ticket, error=event.error)
-            else:  # SentWithoutReply: an acks=0 Produce ends once written
-                self._settle(event.ticket)
-
-    def _settle(
-        self, ticket: Ticket, *, response: KafkaMessage | None = None, error: KafkaCompatError | None = None
-    ) -> None:
-        waiter = self._waiters.pop(id(ticket), None)
-        if waiter is None or waiter.done():
-            return
-        if error is not None:
-            waiter.set_exception(error.with_traceback(None))
-        else:
-            waiter.set_result(response)
+        for ticket, response, error in endings(events):
+            waiter = self._waiters.pop(id(ticket), None)
+            if waiter is None or waiter.done():
+                continue
+            if error is not None:
+                waiter.set_exception(error.with_traceback(None))
+            else:
+                waiter.set_result(response)
+        protocol = self._protocol
+        if events and protocol is not None and protocol.is_ready:
+            self._schedule_flush(protocol)  # the slots they freed may go to waiting requests
 
     async def _close_socket(self) -> None:
         channel, self._channel = self._channel, None

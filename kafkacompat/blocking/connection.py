@@ -30,7 +30,6 @@ from typing import cast
 from kafkacompat.blocking.sockets import BlockingSocket
 from kafkacompat.connection.client_connection import (
     ClientConnection,
-    OpenSocket,
     Read,
     Ready,
     SetupFailed,
@@ -48,24 +47,16 @@ from kafkacompat.errors import (
 )
 from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
-from kafkacompat.negotiation.handshake_types import HandshakeResult
-from kafkacompat.negotiation.pipeline_events import (
-    ConnectionFailed,
-    PipelineEvent,
-    RequestFailed,
-    ResponseReceived,
-    SentWithoutReply,
-    Stage,
-    Ticket,
-)
+from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
+from kafkacompat.negotiation.handshake.types import HandshakeResult
+from kafkacompat.negotiation.pipeline_events import PipelineEvent, Stage, Ticket, endings
 from kafkacompat.protocol.message import KafkaRequest, ResponseT
 
 __all__ = ["BlockingConnection", "open_blocking_connection"]
 
-# Setup takes a handful of connects and writes (the machines bound themselves); reads
-# are bounded by their deadline instead, as a reply may come in many pieces.
-_MAX_SETUP_STEPS = 64
+# Setup takes a handful of connects, writes and replies (the machines bound themselves),
+# and each reply as many reads as it comes in pieces: a bound far above both.
+_MAX_SETUP_STEPS = 4096
 
 
 class BlockingConnection:
@@ -166,11 +157,6 @@ class BlockingConnection:
 
     # -- requests ----------------------------------------------------------------------
 
-    def pick_version(self, api_key: int) -> int:
-        if self.capabilities is None:
-            raise TransportError("the connection has not negotiated yet", node=self.node)
-        return self.capabilities.pick_version(api_key, self.config.policy)
-
     def request(
         self,
         message: KafkaRequest[ResponseT],
@@ -178,13 +164,13 @@ class BlockingConnection:
         version: int | None = None,
         request_timeout: float | None = None,
     ) -> ResponseT:
-        """Send ``message`` at the picked (or given) version; return the decoded response.
+        """Send ``message`` at ``version`` (default: ``capabilities.pick_version``); return the answer.
 
         ``request_timeout`` (default: the configured one) covers writing, waiting
         and decoding; past it the request is given up and ``KafkaTimeoutError``
         raised.  A Produce with ``acks=0`` returns None once written.
         """
-        api_key = require_request(message, self.node)
+        require_request(message, self.node)
         limit = self.config.request_timeout if request_timeout is None else request_timeout
         if isinstance(limit, bool) or not isinstance(limit, int | float) or not 0 < limit < math.inf:
             raise ConfigError(f"request_timeout must be a positive number of seconds, not {limit!r}")
@@ -192,13 +178,11 @@ class BlockingConnection:
             protocol = self._protocol
             if protocol is None:
                 raise TransportError("the connection has not negotiated yet", node=self.node)
-            if version is None:
-                version = self.pick_version(api_key)
             deadline = time.monotonic() + limit
             ticket: Ticket | None = None
             try:
                 ticket = protocol.send(message, version)  # raises what ended a failed connection
-                what = f"{message.NAME} v{version}"
+                what = f"{message.NAME} v{ticket.version}"
                 response = self._exchange(protocol, ticket, deadline, what)
             except KafkaCompatError:
                 raise
@@ -220,7 +204,7 @@ class BlockingConnection:
         if ticket is None:  # interrupted inside send: did it queue the request?
             if protocol.is_ready and protocol.in_flight == 0:
                 return
-        elif ticket.stage is Stage.QUEUED:
+        elif ticket.stage in (Stage.WAITING, Stage.QUEUED):
             protocol.abandon(ticket)  # nothing of it was written: never will be
             return
         elif ticket.stage is Stage.ENDED and protocol.is_ready:
@@ -232,68 +216,44 @@ class BlockingConnection:
     # -- driving the sans-I/O connection ------------------------------------------------
 
     def _set_up(self, protocol: ClientConnection, overall: float) -> Ready:
-        wire, config = self._wire, self.config
-        deadline = overall
+        """Drive ``protocol`` through its setup, each step within the instant it gives."""
+        wire = self._wire
         for _ in range(_MAX_SETUP_STEPS):
-            action = protocol.next_action()
-            if isinstance(action, OpenSocket):
-                wire.close()
-                try:
-                    wire.sock = wire.open_socket(min(time.monotonic() + config.connect_timeout, overall))
-                except KafkaTimeoutError:
-                    protocol.timed_out()
-                except TransportError as exc:  # not AuthenticationError (TLS verification): raised as is
-                    protocol.connect_failed(str(exc))
-                else:
-                    protocol.connected()
-            elif isinstance(action, Write):
-                if action.fresh_deadline:  # a request and its answer share one deadline
-                    deadline = min(time.monotonic() + config.request_timeout, overall)
-                try:
-                    wire.write(action.data, deadline)
-                except KafkaTimeoutError:
-                    protocol.timed_out()
-                except TransportError:
-                    protocol.closed()
-                else:
-                    protocol.written()
-            elif isinstance(action, Read):
-                self._setup_read(protocol, action, deadline)
-            elif isinstance(action, SetupFailed):
-                raise action.error
-            else:
-                assert isinstance(action, Ready)
+            step = protocol.next_step(time.monotonic(), overall=overall)
+            action = step.action
+            if isinstance(action, Ready):
                 return action
-        raise NegotiationError(f"the connection was not set up within {_MAX_SETUP_STEPS} steps")
-
-    def _setup_read(self, protocol: ClientConnection, action: Read, deadline: float) -> None:
-        until = deadline
-        if action.quiet_period is not None:  # quiet only while the request's deadline is ahead
-            until = min(deadline, time.monotonic() + action.quiet_period)
-        # One Read lasts until a whole frame has come: its pieces share the deadline.
-        while protocol.next_action() is action:
+            if isinstance(action, SetupFailed):
+                raise action.error
             try:
-                data = self._wire.receive(until, f"reading {action.what}")
-            except KafkaTimeoutError:
-                if until < deadline:
-                    protocol.quiet()
+                if isinstance(action, Read):
+                    data = wire.receive(step.ends_by, f"reading {action.what}")
+                    if data:
+                        protocol.receive_data(data)
+                    else:
+                        protocol.closed()
+                elif isinstance(action, Write):
+                    wire.write(action.data, step.ends_by)
+                    protocol.written()
                 else:
-                    protocol.timed_out()
-                return
+                    wire.close()
+                    try:
+                        wire.sock = wire.open_socket(step.ends_by)
+                    except KafkaCompatError as exc:
+                        protocol.open_failed(exc)
+                    else:
+                        protocol.connected()
+            except KafkaTimeoutError:
+                protocol.step_expired()
             except TransportError:
                 protocol.closed()  # a reset is a close, for the handshake
-                return
-            if not data:
-                protocol.closed()
-                return
-            protocol.receive_data(data)  # decodes what completed: the deadline covers that too
-            if time.monotonic() > deadline:
-                raise KafkaTimeoutError(f"timed out while reading {action.what}", node=self.node)
+        raise NegotiationError(f"the connection was not set up within {_MAX_SETUP_STEPS} steps")
 
     def _exchange(self, protocol: ClientConnection, ticket: Ticket, deadline: float, what: str) -> object:
         if time.monotonic() >= deadline:  # still queued: taken back as if never asked
             self._settled(ticket, protocol.abandon(ticket))
             raise KafkaTimeoutError(f"timed out before sending {what}", node=self.node)
+        protocol.write_due_at(time.monotonic())  # one request at a time: its slot is free
         try:
             self._wire.write(protocol.bytes_to_send(), deadline)
         except KafkaTimeoutError:
@@ -324,17 +284,11 @@ class BlockingConnection:
         protocol = self._protocol
         if protocol is not None and not protocol.is_ready:
             self._wire.close()
-        for event in events:
-            if isinstance(event, ConnectionFailed):
-                if ticket in event.failed:
-                    raise event.error_of(ticket).with_traceback(None)
-            elif event.ticket is ticket:
-                if isinstance(event, ResponseReceived):
-                    return True, event.response
-                if isinstance(event, RequestFailed):
-                    raise event.error.with_traceback(None)
-                assert isinstance(event, SentWithoutReply)
-                return True, None
+        for ended, response, error in endings(events):
+            if ended is ticket:
+                if error is not None:
+                    raise error.with_traceback(None)
+                return True, response
         return False, None
 
 

@@ -45,7 +45,7 @@ from kafkacompat.connection.config import (
     TlsConfig,
 )
 from kafkacompat.errors import ConfigError, UsageError
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
+from kafkacompat.negotiation.handshake.config import HandshakeConfig
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.reference import API_NAMES
 

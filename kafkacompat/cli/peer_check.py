@@ -28,6 +28,7 @@ from kafkacompat.negotiation.peer_kind import (
     classify,
     first_contact_request,
 )
+from kafkacompat.protocol.framing import DEFAULT_HEADERS, RequestHeaders
 
 __all__ = ["DIAGNOSE_AFTER", "SILENCE", "diagnose", "first_address", "speaks_tls"]
 
@@ -81,11 +82,11 @@ async def speaks_tls(host: str, port: int, wait: float = SILENCE) -> bool:
     return len(reply) >= 2 and reply[0] in (0x15, 0x16) and reply[1] == 0x03
 
 
-async def diagnose(host: str, port: int, client_id: str | None = None) -> PeerVerdict | None:
+async def diagnose(host: str, port: int, headers: RequestHeaders = DEFAULT_HEADERS) -> PeerVerdict | None:
     """What the peer at ``host:port`` is, from its answer to the first-contact request (None: unreachable)."""
     started = time.monotonic()
     try:
-        request = first_contact_request(client_id or "kafkacompat")
+        request = first_contact_request(headers)
         data, closed = await _exchange(host, port, request, SILENCE)
     except OSError:
         return None  # refused or unreachable: the handshake says so itself

@@ -86,7 +86,7 @@ async def with_cluster(options: ConnectionOptions, fn: Callable[[Cluster], Await
         nonlocal verdict
         with watching:
             await trio.sleep(DIAGNOSE_AFTER)
-            found = await diagnose(*address, options.config.client_id)
+            found = await diagnose(*address, options.config.request_headers)
             if found is None or found.is_kafka or not found.sentence or connected:
                 return
             if found.kind is not PeerKind.SILENT or options.fail_fast:

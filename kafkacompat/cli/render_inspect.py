@@ -33,7 +33,7 @@ from kafkacompat.cli.inspect_model import (
     identity_status,
 )
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.transcript import HandshakeTranscript
+from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
 from kafkacompat.negotiation.version_policy import VersionPolicy
 
 __all__ = [

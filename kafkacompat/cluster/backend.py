@@ -18,13 +18,14 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol, TypeVar
 
 from kafkacompat.connection.config import ConnectionConfig
+from kafkacompat.errors import TransportError
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.capability_changes import CapabilityChange
-from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
-from kafkacompat.negotiation.handshake_types import HandshakeResult
+from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
+from kafkacompat.negotiation.handshake.types import HandshakeResult
 from kafkacompat.protocol.message import KafkaRequest, ResponseT
 
-__all__ = ["ClusterBackend", "ConnT", "Job", "NodeConnection"]
+__all__ = ["ClusterBackend", "ConnT", "Job", "NodeConnection", "negotiated"]
 
 
 class NodeConnection(Protocol):
@@ -46,14 +47,19 @@ class NodeConnection(Protocol):
     @property
     def is_ready(self) -> bool: ...
 
-    def pick_version(self, api_key: int) -> int: ...
-
     async def request(
         self, message: KafkaRequest[ResponseT], *, version: int | None = None,
         request_timeout: float | None = None,
     ) -> ResponseT: ...
 
     async def aclose(self) -> None: ...
+
+
+def negotiated(conn: NodeConnection) -> BrokerCapabilities:
+    """What ``conn`` negotiated (its capabilities pick its versions), or why there is nothing yet."""
+    if conn.capabilities is None:
+        raise TransportError("the connection has not negotiated yet", node=conn.node)
+    return conn.capabilities
 
 
 ConnT = TypeVar("ConnT", bound=NodeConnection)

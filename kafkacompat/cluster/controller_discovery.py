@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from kafkacompat.cluster.backend import NodeConnection
+from kafkacompat.cluster.backend import NodeConnection, negotiated
 from kafkacompat.cluster.call_deadline import time_left
 from kafkacompat.cluster.discovery import BrokerAddress, ClusterMetadata, broker_from_reply
 from kafkacompat.errors import KafkaCompatError, NegotiationError, WrongEndpointError, attach_context
@@ -100,7 +100,7 @@ async def ask_controllers(conn: NodeConnection) -> ClusterMetadata:
 
 def _pick(conn: NodeConnection) -> int:
     try:
-        version = conn.pick_version(DESCRIBE_CLUSTER)
+        version = negotiated(conn).pick_version(DESCRIBE_CLUSTER)
     except KafkaCompatError as exc:
         attach_context(exc, transcript=conn.handshake.transcript if conn.handshake else None)
         raise

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Generic
 
-from kafkacompat.cluster.backend import ClusterBackend, ConnT, Job, NodeConnection
+from kafkacompat.cluster.backend import ClusterBackend, ConnT, Job, NodeConnection, negotiated
 from kafkacompat.cluster.bootstrap import bootstrap_rounds
 from kafkacompat.cluster.call_deadline import call_budget, call_deadline, time_left
 from kafkacompat.cluster.controller_discovery import ask_controllers
@@ -55,7 +55,7 @@ from kafkacompat.negotiation.capability_changes import CapabilityChange
 from kafkacompat.negotiation.cluster_view import ClusterView, build_cluster_view
 from kafkacompat.negotiation.coordinators import DEFAULT_MAX_BATCH
 from kafkacompat.negotiation.fanout import fanout_error, fanout_split
-from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, identity_for
+from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, identity_for
 from kafkacompat.negotiation.node_role import looks_like_controller
 from kafkacompat.protocol.message import KafkaRequest, ResponseT
 
@@ -285,9 +285,10 @@ class ClusterCore(Generic[ConnT]):
         return conn if conn is not None and conn.is_ready and not self._closed else None
 
     async def pick_version(self, node_id: int, api_key: int, *, request_timeout: float | None = None) -> int:
-        """The version ``api_key`` would be sent at to ``node_id`` (connecting if needed)."""
+        """The version ``api_key`` would be sent at to ``node_id`` (connecting if needed): a thin
+        alias of ``capabilities.pick_version(api_key)`` on that node's connection."""
         conn = await self.connection(node_id, request_timeout=request_timeout)
-        return conn.pick_version(api_key)
+        return negotiated(conn).pick_version(api_key)
 
     async def refresh_metadata(self, *, request_timeout: float | None = None) -> ClusterMetadata:
         """Ask a known broker for Metadata again (the bootstrap list when none answers)."""

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from kafkacompat.cluster.backend import NodeConnection
+from kafkacompat.cluster.backend import NodeConnection, negotiated
 from kafkacompat.cluster.call_deadline import time_left
 from kafkacompat.errors import (
     BrokersUnavailableError,
@@ -126,7 +126,7 @@ def parse_bootstrap(bootstrap: str | Iterable[str | tuple[str, int]]) -> tuple[t
 async def ask_metadata(conn: NodeConnection) -> ClusterMetadata:
     """Metadata (brokers and controller, no topics) at the version ``conn`` negotiated."""
     try:
-        version = conn.pick_version(METADATA)
+        version = negotiated(conn).pick_version(METADATA)
     except KafkaCompatError as exc:
         attach_context(exc, transcript=conn.handshake.transcript if conn.handshake else None)
         raise

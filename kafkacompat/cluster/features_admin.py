@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from kafkacompat.cluster.backend import ClusterBackend, Job, NodeConnection
+from kafkacompat.cluster.backend import ClusterBackend, Job, NodeConnection, negotiated
 from kafkacompat.cluster.call_deadline import current_deadline, time_left
 from kafkacompat.cluster.discovery import raise_failures
 from kafkacompat.cluster.retries import retry_on_result
@@ -56,7 +56,7 @@ from kafkacompat.negotiation.features import (
     max_safe_level,
     merge_finalized,
 )
-from kafkacompat.negotiation.handshake_reply import first_ranges
+from kafkacompat.negotiation.handshake.reply import first_ranges
 from kafkacompat.protocol.error_codes import BY_NAME
 from kafkacompat.protocol.messages import UpdateFeaturesResponse
 from kafkacompat.protocol.versions import VersionRange
@@ -247,7 +247,7 @@ async def update_features(
             if sent is not None:  # refused by a former controller: ask who it is now
                 await cluster.refresh_metadata()
             node_id, conn = await _destination(cluster)
-            version = conn.pick_version(UPDATE_FEATURES)
+            version = negotiated(conn).pick_version(UPDATE_FEATURES)
             request = build_update_features(planned, version, validate_only=dry_run)
             timeout = time_left(cluster.config.request_timeout, f"sending UpdateFeatures to {conn.node}")
             response = await conn.request(request, version=version, request_timeout=timeout)

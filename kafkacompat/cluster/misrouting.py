@@ -16,7 +16,7 @@ the connection:
   meant (another node id there is misrouting; an address it does not name
   proves nothing).
 
-The decisions are ``handshake_identity.check_cluster_id`` and
+The decisions are ``handshake.identity.check_cluster_id`` and
 ``check_node_at_address``; this module says when the cluster layer applies
 them (``ConnectionConfig.misrouting_check``): wherever it reads such an answer
 anyway (``"metadata"``, the default: no extra round trip), and with
@@ -33,7 +33,7 @@ import weakref
 
 from kafkacompat.cluster.backend import NodeConnection
 from kafkacompat.cluster.discovery import ClusterMetadata
-from kafkacompat.negotiation.handshake_identity import check_cluster_id, check_node_at_address
+from kafkacompat.negotiation.handshake.identity import check_cluster_id, check_node_at_address
 from kafkacompat.negotiation.node_role import looks_like_controller
 
 __all__ = ["ClientChecks", "check_answer_source", "confirmed_by_broker", "needs_own_check"]

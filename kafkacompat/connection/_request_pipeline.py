@@ -20,6 +20,16 @@ wrong caller.  Two exceptions follow from Kafka itself:
   behind, and its late answer is read and dropped; one cut off half-way
   through being written corrupts the stream, so the connection fails.
 
+At most ``max_in_flight`` requests hold a slot (queued to write, being written
+or awaiting their answer); ``send`` takes any number, and the requests past
+the bound wait here, in order, for a slot.  Slots freed by answers are refilled
+in waves of a quarter of the bound: a broker that answers one request at a time
+would otherwise cost the driver a write (a system call, a scheduling step) per
+answer.  A smaller refill is put off ``REFILL_DELAY`` at most, from the first
+time the driver asked, so that requests behind a slow one (a long-polling
+Fetch) are not held back.  ``write_due_at(now)`` says when the next write is
+due; the driver only waits for that instant.
+
 Each answer is held, from its size prefix and before anything is allocated
 for it, to the ceiling that fits the request it answers (``ReplyLimits``); and
 a close that meets a request at a version Kafka 4.x removed is reported to that
@@ -37,6 +47,7 @@ Every request handed out by ``send`` ends exactly once, with one of:
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Final
@@ -62,12 +73,13 @@ from kafkacompat.negotiation.pipeline_events import (
     Ticket,
 )
 from kafkacompat.protocol import _wire, framing, messages
+from kafkacompat.protocol.framing import DEFAULT_HEADERS, RequestHeaders
 from kafkacompat.protocol.message import KafkaMessage, Reader, decode_at
-from kafkacompat.protocol.messages import RequestHeader
 from kafkacompat.protocol.reply_limits import ReplyLimits
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = [
+    "REFILL_DELAY",
     "ConnectionFailed",
     "PipelineEvent",
     "RequestFailed",
@@ -82,6 +94,9 @@ _INT32: Final = _wire.INT32
 _PRODUCE: Final = int(messages.ApiKey.PRODUCE)  # a plain int: compared for every request
 #: acks=0 correlation ids remembered, in case the broker answers them anyway.
 ACKS0_MEMORY: Final = 1024
+#: Seconds a refill smaller than a wave (a quarter of the slots) waits for company at most.
+REFILL_DELAY: Final = 0.001
+_QUEUED, _WAITING = Stage.QUEUED, Stage.WAITING
 
 #: Per API key and version: the request header's bytes before and after the correlation id,
 #: the response class, the response header's version, the answer's size ceiling (None: it
@@ -94,16 +109,17 @@ class RequestPipeline:
 
     ``first_correlation_id`` continues the handshake's numbering (its
     ``next_correlation_id``), so one counter serves the connection's whole life.
-    ``max_in_flight`` bounds the requests sent and not ended; ``max_abandoned``
-    the written requests given up and still unanswered; ``frames`` splits
-    the byte stream (its size limit is checked before a frame is buffered).
+    ``max_in_flight`` bounds the requests holding a slot (the rest wait for
+    one); ``max_abandoned`` the written requests given up and still unanswered;
+    ``frames`` splits the byte stream (its size limit is checked before a frame
+    is buffered).
     """
 
     def __init__(
         self,
         *,
         node: str | None = None,
-        client_id: str | None = None,
+        headers: RequestHeaders = DEFAULT_HEADERS,
         first_correlation_id: int = 0,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         max_abandoned: int = 1024,
@@ -117,7 +133,7 @@ class RequestPipeline:
         if max_in_flight < 1:
             raise PipelineStateError(f"max_in_flight must be at least 1, not {max_in_flight}")
         self.node = node
-        self.client_id = client_id
+        self._headers = headers
         self.max_in_flight = max_in_flight
         self.max_abandoned = max_abandoned
         self._next_id = first_correlation_id
@@ -127,7 +143,9 @@ class RequestPipeline:
         self._response_class = response_class or _response_class
         self._shapes: dict[tuple[int, int], _Shape] = {}
         self._live: dict[int, Ticket] = {}  # every request not ended, by id
-        self._outbox: deque[Ticket] = deque()  # queued, in send order
+        self._waiting: deque[Ticket] = deque()  # past the in-flight bound, in send order
+        self._held_since: float | None = None  # a refill smaller than a wave was put off then
+        self._outbox: deque[Ticket] = deque()  # holding a slot, not yet written, in send order
         self._writing: list[Ticket] = []
         self._awaiting: deque[int] = deque()  # ids written that expect an answer, oldest first
         self._expected: dict[int, tuple[int, str]] = {}  # awaited id -> (size ceiling, response name)
@@ -144,16 +162,13 @@ class RequestPipeline:
 
     @property
     def in_flight(self) -> int:
-        """Requests sent and not ended (queued, being written, or awaiting their answer)."""
-        return len(self._live)
+        """Requests holding a slot: queued to write, being written, or awaiting their answer."""
+        return len(self._live) - len(self._waiting)
 
     @property
-    def has_capacity(self) -> bool:
-        return self._failure is None and len(self._live) < self.max_in_flight
-
-    @property
-    def wants_to_write(self) -> bool:
-        return bool(self._outbox) and not self._writing
+    def waiting(self) -> int:
+        """Requests past the in-flight bound, waiting for a slot."""
+        return len(self._waiting)
 
     @property
     def next_correlation_id(self) -> int:
@@ -162,15 +177,12 @@ class RequestPipeline:
     # -- the request side ---------------------------------------------------------------
 
     def send(self, message: KafkaMessage, version: int) -> Ticket:
-        """Queue ``message`` at ``version``; its frame goes out with ``bytes_to_send``."""
+        """Queue ``message`` at ``version``: encoded now (an error is the caller's), written
+        with ``bytes_to_send`` once it holds a slot; past the bound it waits for one."""
         if self._failure is not None:
             raise self._failure.with_traceback(None)
         if message.MESSAGE_TYPE != "request" or message.API_KEY is None:
             raise ProtocolError(f"{message.NAME} is not a request", node=self.node)
-        if len(self._live) >= self.max_in_flight:
-            raise PipelineStateError(
-                f"{self.max_in_flight} requests are already in flight; wait for one to end", node=self.node
-            )
         correlation_id = self._next_id
         api_key = message.API_KEY
         shape = self._shapes.get((api_key, version))
@@ -189,28 +201,64 @@ class RequestPipeline:
             reader,
         )
         self._live[correlation_id] = ticket
-        self._outbox.append(ticket)
+        if self._waiting or len(self._live) > self.max_in_flight:  # behind those already waiting
+            ticket.stage = _WAITING
+            self._waiting.append(ticket)
+        else:
+            self._outbox.append(ticket)
         return ticket
+
+    def write_due_at(self, now: float) -> float:
+        """When the next write is due: ``now`` or earlier (write ``bytes_to_send()``), a later
+        instant (a refill put off: ask again then), or ``inf`` (nothing to write).
+
+        Requests waiting for a slot take the slots answers freed here, in waves (see the
+        module's doc); none is due while a write is unconfirmed.
+        """
+        if self._failure is not None or self._writing:
+            return math.inf
+        if self._waiting:
+            self._refill(now)
+        if self._outbox:
+            return now
+        held = self._held_since
+        return math.inf if held is None else held + REFILL_DELAY
+
+    def _refill(self, now: float) -> None:
+        bound, waiting = self.max_in_flight, self._waiting
+        free = bound - (len(self._live) - len(waiting))
+        if free <= 0:
+            self._held_since = None  # nothing freed to hold back
+            return
+        held = self._held_since
+        if free < max(1, bound // 4) and free < bound and (held is None or now < held + REFILL_DELAY):
+            if held is None:
+                self._held_since = now
+            return
+        self._held_since = None
+        outbox = self._outbox
+        for _ in range(min(free, len(waiting))):
+            ticket = waiting.popleft()
+            ticket.stage = _QUEUED
+            outbox.append(ticket)
 
     def _shape(self, api_key: int, version: int) -> _Shape:
         """What every request of ``api_key`` at ``version`` shares on this connection.
 
-        The request header encoded once by the codec (around its correlation id,
-        which sits at a fixed offset in every header version), the response
+        The connection's request header around its correlation id (``RequestHeaders``
+        encodes it once per API and version, for every phase), the response
         class, the response header's version and the ceiling for the answer's
         size unless it depends on the request: a request then costs its body.
         """
-        header = RequestHeader(
-            request_api_key=api_key, request_api_version=version, correlation_id=0, client_id=self.client_id
-        ).encode(framing.request_header_version(api_key, version))
+        before, after = self._headers.around_id(api_key, version)
         response_cls = self._response_class(api_key)
         limits, max_size = self._limits, self._frames.max_size
         limit = None if limits.depends_on_request(api_key) else limits.limit_for(api_key, max_size)
         readers = getattr(response_cls, "_READERS", None)
         reader = readers.get(version) if readers is not None else None
         return (
-            header[:4],
-            header[8:],
+            before,
+            after,
             response_cls,
             framing.response_header_version(api_key, version),
             limit,
@@ -218,7 +266,7 @@ class RequestPipeline:
         )
 
     def bytes_to_send(self) -> bytes:
-        """Everything queued since the last call, in one piece; ``b""`` when nothing is.
+        """Every request holding a slot and not written yet, in one piece; ``b""`` when none.
 
         The requests are recorded as awaiting their answers before the first
         byte goes out (the answer may come back at once).  The driver confirms
@@ -261,13 +309,19 @@ class RequestPipeline:
     def abandon(self, ticket: Ticket) -> list[PipelineEvent]:
         """The caller gave up on ``ticket``: take it back as far as it can be taken.
 
-        Queued, it is never written.  Written, its late answer will be read and
-        dropped.  Cut off while being written, the stream is corrupt: every
-        other request fails (the returned ``ConnectionFailed``).
+        Waiting or queued, it is never written.  Written, its late answer will be
+        read and dropped.  Cut off while being written, the stream is corrupt:
+        every other request fails (the returned ``ConnectionFailed``).
         """
         if ticket.stage is Stage.ENDED or self._live.get(ticket.correlation_id) is not ticket:
             return []
-        if ticket.stage is Stage.QUEUED:
+        if ticket.stage is _WAITING:
+            self._waiting.remove(ticket)
+            if not self._waiting:
+                self._held_since = None
+            self._end(ticket)
+            return []
+        if ticket.stage is _QUEUED:
             self._outbox.remove(ticket)
             self._end(ticket)
             return []
@@ -400,6 +454,8 @@ class RequestPipeline:
                     precise[id(ticket)] = removed
         failed = tuple(self._end(ticket) for ticket in list(self._live.values()))
         self._outbox.clear()
+        self._waiting.clear()
+        self._held_since = None
         self._awaiting.clear()
         self._expected.clear()
         self._abandoned.clear()

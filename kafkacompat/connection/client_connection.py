@@ -1,4 +1,4 @@
-"""One client connection's whole protocol life, sans I/O: handshake, SASL, then requests.
+r"""One client connection's whole protocol life, sans I/O: handshake, SASL, then requests.
 
 A connection to a Kafka broker goes through three phases, each with its own
 machine, and this object strings them together so that a driver (trio,
@@ -15,39 +15,53 @@ asyncio, a blocking socket) only moves bytes and reports what the network did:
 One correlation-id counter runs through all three, without a gap.  One frame
 splitter reads the stream from the first byte, so a frame's size is checked
 before anything is buffered for it, in every phase.  The object has no socket,
-no clock and no task: deadlines, retries and waiting stay in the drivers.
+reads no clock and runs no task: where a rule depends on the time (a deadline,
+when a write is due) the driver passes ``now`` on its own clock; the waiting
+stays in the drivers, retries in the cluster layer.
 
 Driving it
 ==========
-While ``phase`` is ``SETUP`` the driver does what ``next_action()`` says:
+While ``phase`` is ``SETUP`` the driver asks ``next_step(now)`` (``now`` on
+its own clock) and does what the step's action says, within ``step.ends_by``:
 
 =================  ==============================================================
 action             what the driver does, and the events it may report
 =================  ==============================================================
-``OpenSocket``     close any old socket, open a new one: ``connected()``,
-                   ``connect_failed(reason)``, ``timed_out()``
-``Write``          write ``data``: ``written()``, ``closed()``, ``timed_out()``
+``OpenSocket``     close any old socket, open a new one: ``connected()``, or
+                   ``open_failed(error)`` with the kafkacompat error it got
+``Write``          write ``data``: ``written()``; ``closed()`` if the stream broke
 ``Read``           read some bytes: ``receive_data(data)`` (any amount; the
-                   action stays ``Read`` until a whole frame has come),
-                   ``closed()``, ``timed_out()``; ``quiet()`` when the action
-                   has a ``quiet_period`` and nothing came for that long
+                   step stays until a whole frame has come); ``closed()``
 ``Ready``          none: the connection carries requests from now on
 ``SetupFailed``    none: raise ``error``; close the socket
 =================  ==============================================================
 
-Once ``phase`` is ``READY`` the driver queues requests with ``send``, writes
-what ``bytes_to_send`` returns and confirms with ``write_done``, feeds what it
-reads to ``receive_data`` and wakes the callers named in the events returned
-(see ``request_pipeline``).  ``closed()`` at any time fails what is pending.
+When ``step.ends_by`` passes first, the driver reports ``step_expired()``.  The
+deadline rules are the connection's, the same for every driver: a request
+written starts a fresh ``request_timeout`` for itself and every answer read
+after it (the pre-0.10 probe shares ApiVersions'); opening a socket has
+``connect_timeout``; a ``Read`` with a quiet period ends early (``step.quiet``)
+only while the request's deadline is ahead; a step's deadline counts from
+the first ``next_step`` that handed it out, whatever pieces its bytes come
+in; and an answer decoded past its deadline fails the setup as a timeout (found
+at the next ``next_step``).  A driver without a clock can call ``next_action()``
+and report ``timed_out()`` or ``quiet()`` itself.
+
+Once ``phase`` is ``READY`` the driver queues requests with ``send`` (any
+number: past ``max_in_flight`` they wait here for a slot), writes
+``bytes_to_send()`` when ``write_due_at(now)`` says a write is due and
+confirms it with ``write_done``, feeds what it reads to ``receive_data`` and
+wakes the callers named in the events returned; a caller that gives up is
+``abandon``\ ed.  ``closed()`` at any time fails what is pending.
 """
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
-from kafkacompat.connection.sasl import SaslLogin, sasl_login
 from kafkacompat.errors import (
     KafkaCompatError,
     KafkaTimeoutError,
@@ -59,9 +73,10 @@ from kafkacompat.errors import (
 )
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake import ApiVersionsHandshake
-from kafkacompat.negotiation.handshake_config import CODEC_MAX_VERSION
-from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
-from kafkacompat.negotiation.handshake_types import (
+from kafkacompat.negotiation.handshake.config import CODEC_MAX_VERSION
+from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
+from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
+from kafkacompat.negotiation.handshake.types import (
     Connect,
     Done,
     Fail,
@@ -71,12 +86,12 @@ from kafkacompat.negotiation.handshake_types import (
     SendRequest,
 )
 from kafkacompat.negotiation.pipeline_events import PipelineEvent, Ticket
-from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.protocol.framing import FrameSplitter
 from kafkacompat.protocol.message import KafkaMessage
 
 if TYPE_CHECKING:  # the exchange and its messages load when a connection logs in, not before
     from kafkacompat.connection._request_pipeline import RequestPipeline  # loaded by the first request
+    from kafkacompat.connection.sasl import SaslLogin
     from kafkacompat.negotiation.sasl_exchange import Authenticated, SaslExchange
 
 __all__ = [
@@ -86,6 +101,7 @@ __all__ = [
     "Read",
     "Ready",
     "SetupFailed",
+    "SetupStep",
     "Write",
     "require_request",
 ]
@@ -130,6 +146,20 @@ class SetupFailed(NamedTuple):
 
 
 SetupAction = OpenSocket | Write | Read | Ready | SetupFailed
+
+
+class SetupStep(NamedTuple):
+    """A setup action with its clock: the instant it must end by, and what that instant means.
+
+    ``quiet``: ``ends_by`` is a ``Read``'s quiet period, which ends it before the request's
+    deadline (nothing came yet: the handshake probes a pre-0.10 broker); else it is the
+    deadline itself (the broker was too slow).  ``step_expired()`` reports whichever it is.
+    """
+
+    action: SetupAction
+    ends_by: float = math.inf
+    quiet: bool = False
+
 # Enum members as plain names: reading one through its class costs ~0.1 us on CPython 3.11.
 _SETUP, _READY, _FAILED, _CLOSED = Phase.SETUP, Phase.READY, Phase.FAILED, Phase.CLOSED
 
@@ -166,7 +196,7 @@ class ClientConnection:
         identity: BrokerIdentity | None = None,
         api_versions_memory: ApiVersionsMemory | None = None,
     ) -> None:
-        """A connection made as ``config`` says (its client id, bounds, policy, SASL).
+        """A connection made as ``config`` says (its client id, bounds, timeouts, policy, SASL).
 
         ``sasl`` stands in for the config's login, for a mechanism the config cannot name.
         """
@@ -174,21 +204,21 @@ class ClientConnection:
         self.config = config
         self.node = node
         self.node_id = node_id
-        self.policy = config.policy
-        self.max_in_flight = config.max_in_flight
-        self.max_frame_size = max_frame_size = config.max_frame_size
-        self.reply_limits = config.reply_limits
-        self.handshake_config = config.handshake
-        self.client_id = config.client_id  # the handshake's too: ConnectionConfig keeps them one
         if sasl is None and config.sasl is not None:
+            from kafkacompat.connection.sasl import sasl_login  # SASL only: a plain connection's RSS
+
             sasl = sasl_login(config)
         self._sasl_login = sasl
         # KIP-1242: the broker meant (None on a bootstrap connection), and the per-address
-        # memory of advertised ApiVersions maxima; both are the handshake's (handshake_identity).
+        # memory of advertised ApiVersions maxima; both are the handshake's (handshake.identity).
         self._handshake = ApiVersionsHandshake(
-            self.handshake_config, node=node, identity=identity, memory=api_versions_memory
+            config.handshake,
+            node=node,
+            identity=identity,
+            memory=api_versions_memory,
+            headers=config.request_headers,  # one client id in every header: the config's
         )
-        self._frames = FrameSplitter(max_frame_size)
+        self._frames = FrameSplitter(config.max_frame_size)
         self._sockets = 0  # sockets opened: the first one reads into the splitter made here
         self._sasl: SaslExchange | None = None
         self._pipeline: RequestPipeline | None = None
@@ -199,6 +229,12 @@ class ClientConnection:
         self._result: HandshakeResult | None = None
         self._capabilities: BrokerCapabilities | None = None
         self._phase = _SETUP
+        # The setup clock (see the module's doc): the step handed out for the current
+        # action, the deadline of the request being answered, and a read to check the
+        # time after (its deadline and what it read).
+        self._step: SetupStep | None = None
+        self._request_deadline = math.inf
+        self._decoded_by: tuple[float, str] | None = None
         self._action: SetupAction = self._from_handshake()
 
     # -- queries ------------------------------------------------------------------------
@@ -210,6 +246,42 @@ class ClientConnection:
     def next_action(self) -> SetupAction:
         """What the driver should do during setup; asking twice gives the same answer."""
         return self._action
+
+    def next_step(self, now: float, *, overall: float = math.inf) -> SetupStep:
+        """The setup action with the instant it must end by, on the driver's clock (``now``).
+
+        ``overall`` bounds every step (a driver's deadline for the whole setup).  Asking
+        again for the same action gives the same step, whatever ``now`` is then.
+        """
+        decoded = self._decoded_by
+        if decoded is not None:
+            self._decoded_by = None
+            if now > decoded[0] and self._phase is not _FAILED:  # decoding ran past the deadline
+                self._setup_failed(KafkaTimeoutError(f"timed out while reading {decoded[1]}", node=self.node))
+        step = self._step
+        if step is not None:
+            return step
+        action = self._action
+        kind = type(action)
+        if kind is Write:
+            assert isinstance(action, Write)
+            if action.fresh_deadline:  # a request and its answers share one deadline
+                self._request_deadline = min(now + self.config.request_timeout, overall)
+            step = SetupStep(action, self._request_deadline)
+        elif kind is Read:
+            assert isinstance(action, Read)
+            deadline = min(self._request_deadline, overall)
+            quiet = action.quiet_period
+            if quiet is not None and now + quiet < deadline:  # quiet only while the deadline is ahead
+                step = SetupStep(action, now + quiet, quiet=True)
+            else:
+                step = SetupStep(action, deadline)
+        elif kind is OpenSocket:
+            step = SetupStep(action, min(now + self.config.connect_timeout, overall))
+        else:
+            step = SetupStep(action)
+        self._step = step
+        return step
 
     @property
     def is_ready(self) -> bool:
@@ -235,15 +307,16 @@ class ClientConnection:
         if self._first_request_id is None:
             raise PipelineStateError(f"the connection is not ready (phase {self._phase})", node=self.node)
         assert self._capabilities is not None
-        from kafkacompat.connection._request_pipeline import RequestPipeline  # see pipeline_events
+        from kafkacompat.connection._request_pipeline import RequestPipeline  # loaded by the first request
 
+        config = self.config
         self._pipeline = pipeline = RequestPipeline(
             node=self.node,
-            client_id=self.client_id,
+            headers=config.request_headers,
             first_correlation_id=self._first_request_id,
-            max_in_flight=self.max_in_flight,
+            max_in_flight=config.max_in_flight,
             frames=self._frames,
-            reply_limits=self.reply_limits,
+            reply_limits=config.reply_limits,
             api_ranges=self._capabilities.api_ranges,
         )
         if self._phase is _CLOSED:  # closed before its first request: it starts out lost, as it closed
@@ -255,13 +328,13 @@ class ClientConnection:
     def connected(self) -> None:
         self._expect(OpenSocket)
         if self._sockets:  # a new socket starts a new stream
-            self._frames = FrameSplitter(self.max_frame_size)
+            self._frames = FrameSplitter(self.config.max_frame_size)
         self._sockets += 1
         if self._result is not None:  # the fallback's fresh connection: nothing to negotiate on it
-            self._after_handshake()
+            self._advance(self._after_handshake_action())
             return
         self._handshake.connected()
-        self._action = self._from_handshake()
+        self._advance(self._from_handshake())
 
     def connect_failed(self, reason: str = "") -> None:
         self._expect(OpenSocket)
@@ -269,22 +342,35 @@ class ClientConnection:
             self._setup_failed(_connect_error(reason, self.node))
             return
         self._handshake.connect_failed(reason)
-        self._action = self._from_handshake()
+        self._advance(self._from_handshake())
+
+    def open_failed(self, error: KafkaCompatError) -> None:
+        """Opening the socket raised ``error``: a timeout or a transport failure is the
+        handshake's to judge; anything else (TLS verification, a bad TLS setting) ends setup."""
+        if isinstance(error, KafkaTimeoutError):
+            self.timed_out()
+        elif isinstance(error, TransportError):
+            self.connect_failed(str(error))
+        else:
+            self._expect(OpenSocket)
+            self._setup_failed(error)
 
     def written(self) -> None:
         self._expect(Write)
         if self._sasl is not None:
             self._sasl.sent()
-            self._action = self._from_sasl()
+            self._advance(self._from_sasl())
         else:
             self._handshake.request_sent()
-            self._action = self._from_handshake()
+            self._advance(self._from_handshake())
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> list[PipelineEvent]:
         """Bytes read from the socket: setup moves on, or responses come out (once ready)."""
         if self._phase is _READY:
             return self._watch(self._request_side().receive_data(data))
         self._expect(Read)
+        assert isinstance(self._action, Read)
+        self._decoded_by = (self._request_deadline, self._action.what)
         self._frames.push(data)
         return self._read_setup_frames()
 
@@ -296,7 +382,7 @@ class ClientConnection:
             except WrongProtocolError as exc:
                 if self._sasl is None:  # the handshake tells TLS, HTTP and the like apart
                     self._handshake.foreign_bytes(self._frames.unconsumed())
-                    self._action = self._from_handshake()
+                    self._advance(self._from_handshake())
                 else:
                     self._setup_failed(exc)
                 return []
@@ -307,10 +393,10 @@ class ClientConnection:
                 return []
             if self._sasl is not None:
                 self._sasl.received_frame(frame)
-                self._action = self._from_sasl()
+                self._advance(self._from_sasl())
             else:
                 self._handshake.received_frame(frame)
-                self._action = self._from_handshake()
+                self._advance(self._from_handshake())
         if self._first_request_id is not None and self._frames.pending:
             # Setup ended on a frame of this read; any frame after it answers nothing asked
             # yet, and the pipeline fails the connection for it.
@@ -318,13 +404,8 @@ class ClientConnection:
         return []
 
     def _setup_ceiling(self) -> tuple[int, str]:
-        if self._sasl is None:
-            return self._handshake.reply_ceiling(self.reply_limits, self.max_frame_size)
-        from kafkacompat.negotiation.sasl_exchange import SASL_AUTHENTICATE, SASL_HANDSHAKE
-
-        key = SASL_AUTHENTICATE if self._sasl.authenticating else SASL_HANDSHAKE
-        name = "SaslAuthenticate" if key == SASL_AUTHENTICATE else "SaslHandshake"
-        return self.reply_limits.limit_for(key, self.max_frame_size), name
+        phase = self._handshake if self._sasl is None else self._sasl
+        return phase.reply_ceiling(self.config.reply_limits, self.config.max_frame_size)
 
     def closed(self, error: KafkaCompatError | None = None) -> list[PipelineEvent]:
         """The socket closed (by the broker, or the driver is closing it).
@@ -342,39 +423,48 @@ class ClientConnection:
             return []
         if self._sasl is not None:
             self._sasl.connection_closed()
-            self._action = self._from_sasl()
+            self._advance(self._from_sasl())
         elif isinstance(self._action, Write | Read):
             self._handshake.connection_closed()
-            self._action = self._from_handshake()
+            self._advance(self._from_handshake())
         else:
             self._phase = _CLOSED
         return []
+
+    def step_expired(self) -> None:
+        """The current step's ``ends_by`` passed: ``quiet()`` or ``timed_out()``, as it says."""
+        step = self._step
+        if step is not None and step.quiet:
+            self.quiet()
+        else:
+            self.timed_out()
 
     def quiet(self) -> None:
         """Nothing came for the ``quiet_period`` of the current ``Read``."""
         self._expect(Read)
         self._handshake.quiet()
-        self._action = self._from_handshake()
+        self._advance(self._from_handshake())
 
     def timed_out(self) -> None:
         """The driver's deadline for the current setup step passed."""
         self._expect(OpenSocket, Write, Read)
         if self._sasl is not None:
             self._sasl.timed_out()
-            self._action = self._from_sasl()
+            self._advance(self._from_sasl())
         elif self._result is not None:  # opening the fallback's fresh connection
             self._setup_failed(KafkaTimeoutError("timed out opening a new connection", node=self.node))
         else:
             self._handshake.timed_out()
-            self._action = self._from_handshake()
+            self._advance(self._from_handshake())
 
     # -- requests, once ready -----------------------------------------------------------
 
     def send(self, message: KafkaMessage, version: int | None = None) -> Ticket:
         """Queue a request at ``version`` (default: the version picked for this broker).
 
-        Raises ``PipelineStateError`` past the in-flight bound (``has_capacity`` says
-        when there is room) and what ended the connection once it failed.
+        Any number may be queued: past ``max_in_flight`` a request waits here for a
+        slot (``write_due_at`` hands it out when one frees).  Raises what ended the
+        connection once it failed, and the codec's error for a message it cannot write.
         """
         pipeline = self._request_side()
         if version is None:
@@ -382,8 +472,15 @@ class ClientConnection:
             version = self._capabilities.pick_version(require_request(message, self.node))
         return pipeline.send(message, version)
 
+    def write_due_at(self, now: float) -> float:
+        """When the next write is due, on the driver's clock: ``now`` or before (write
+        ``bytes_to_send()`` now), later (ask again then), or ``inf`` (nothing to write)."""
+        pipeline = self._pipeline
+        return pipeline.write_due_at(now) if pipeline is not None else math.inf
+
     def bytes_to_send(self) -> bytes:
-        """Once ready: the frames queued and not written yet, at once (``write_done`` after)."""
+        """Once ready: the frames of the requests holding a slot and not written yet, at once
+        (``write_done`` after)."""
         return self._request_side().bytes_to_send()
 
     def write_done(self) -> list[PipelineEvent]:
@@ -396,14 +493,9 @@ class ClientConnection:
 
     @property
     def in_flight(self) -> int:
-        """Requests sent and not ended; 0 before the connection is ready."""
+        """Requests holding one of the ``max_in_flight`` slots; 0 before the connection is ready."""
         pipeline = self._pipeline
         return pipeline.in_flight if pipeline is not None else 0
-
-    @property
-    def has_capacity(self) -> bool:
-        """Whether ``send`` would take one more request now."""
-        return self._request_side().has_capacity
 
     @property
     def failure(self) -> KafkaCompatError | None:
@@ -425,6 +517,10 @@ class ClientConnection:
 
     # -- moving between phases ----------------------------------------------------------
 
+    def _advance(self, action: SetupAction) -> None:
+        self._action = action
+        self._step = None  # the next step is timed afresh
+
     def _from_handshake(self) -> SetupAction:
         action = self._handshake.next_action()
         # The handshake makes these exact classes: compared by type, no isinstance chain.
@@ -441,7 +537,7 @@ class ClientConnection:
         if type(action) is Done:
             self._result = action.result
             self._capabilities = BrokerCapabilities.from_handshake(
-                action.result, node=self.node, node_id=self.node_id, policy=self.policy
+                action.result, node=self.node, node_id=self.node_id, policy=self.config.policy
             )
             if action.needs_new_connection:
                 return OpenSocket(self._handshake.transcript.connections + 1)
@@ -455,17 +551,14 @@ class ClientConnection:
         self._phase = _FAILED
         return SetupFailed(action.error)
 
-    def _after_handshake(self) -> None:
-        self._action = self._after_handshake_action()
-
     def _after_handshake_action(self) -> SetupAction:
         assert self._capabilities is not None
         if self._sasl_login is None:
             return self._ready(None)
-        from kafkacompat.negotiation.sasl_exchange import SaslExchange, sasl_versions
+        from kafkacompat.negotiation.sasl_exchange import SaslExchange, sasl_versions  # SASL only
 
         try:
-            handshake_version, authenticate_version = sasl_versions(self._capabilities, self.policy)
+            handshake_version, authenticate_version = sasl_versions(self._capabilities, self.config.policy)
             mechanism = self._sasl_login.new_mechanism()
         except KafkaCompatError as exc:
             return self._failed_action(exc)
@@ -475,14 +568,14 @@ class ClientConnection:
             handshake_version=handshake_version,
             authenticate_version=authenticate_version,
             first_correlation_id=self._handshake.next_correlation_id,
-            client_id=self.client_id,
+            headers=self.config.request_headers,
             node=self.node,
             redact=self._sasl_login.redact,
         )
         return self._from_sasl()
 
     def _from_sasl(self) -> SetupAction:
-        from kafkacompat.negotiation.sasl_exchange import AwaitReply, SaslFailed, SendBytes
+        from kafkacompat.negotiation.sasl_exchange import AwaitReply, SaslFailed, SendBytes  # SASL only
 
         assert self._sasl is not None
         action = self._sasl.next_action()
@@ -511,7 +604,7 @@ class ClientConnection:
         return events
 
     def _setup_failed(self, error: KafkaCompatError) -> None:
-        self._action = self._failed_action(error)
+        self._advance(self._failed_action(error))
 
     def _expect(self, *kinds: type[SetupAction]) -> None:
         if self._phase is not _SETUP or type(self._action) not in kinds:  # exact classes, made here

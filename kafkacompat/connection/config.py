@@ -6,12 +6,13 @@ repr and str never show the value, so a config can be logged or printed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, get_args
 
-from kafkacompat.errors import ConfigError
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
-from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE
+from kafkacompat.errors import ConfigError, EncodeError
+from kafkacompat.negotiation.handshake.config import HandshakeConfig
+from kafkacompat.protocol.framing import DEFAULT_CLIENT_ID, DEFAULT_MAX_FRAME_SIZE, RequestHeaders
+from kafkacompat.protocol.messages import ApiKey
 from kafkacompat.protocol.reply_limits import ReplyLimits
 
 if TYPE_CHECKING:
@@ -31,10 +32,6 @@ __all__ = [
     "Secret",
     "TlsConfig",
 ]
-
-#: What a HandshakeConfig's client id is when nobody set it: then ConnectionConfig's is copied in.
-_HANDSHAKE_DEFAULT_CLIENT_ID = HandshakeConfig.__dataclass_fields__["client_id"].default
-
 
 class Secret:
     """A string that never shows itself in reprs, logs or tracebacks."""
@@ -134,9 +131,9 @@ class ConnectionConfig:
     opened at once.
 
     ``client_id`` is the request header's client id on every request of a
-    connection, the handshake's included: this is its one home.  The
-    ``handshake`` config gets a copy of it; a ``HandshakeConfig`` carrying a
-    different client id of its own is refused rather than silently sending two.
+    connection, the handshake's, the pre-0.10 probe's and SASL's included: this
+    is its one home.  ``request_headers`` (made from it, not set) writes every
+    header of a connection made with this config.
 
     ``misrouting_check`` is the cluster layer's own check that the broker at an
     address is the one it meant (the cluster id and the node Metadata names at
@@ -154,7 +151,7 @@ class ConnectionConfig:
     call_timeout: float = 60.0
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
-    client_id: str | None = "kafkacompat"
+    client_id: str | None = DEFAULT_CLIENT_ID
     handshake: HandshakeConfig = field(default_factory=HandshakeConfig)
     policy: VersionPolicy | None = None
     tls: TlsConfig | None = None
@@ -164,6 +161,7 @@ class ConnectionConfig:
     max_fanout: int = 256
     fanout_concurrency: int = 16
     misrouting_check: MisroutingCheck = "metadata"
+    request_headers: RequestHeaders = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.misrouting_check not in get_args(MisroutingCheck):
@@ -187,15 +185,16 @@ class ConnectionConfig:
             raise ConfigError("max_frame_size must be between 1 and 2**31-1")
         if self.connect_timeout <= 0 or self.request_timeout <= 0 or self.call_timeout <= 0:
             raise ConfigError("timeouts must be positive")
-        if self.handshake.client_id != self.client_id:
-            if self.handshake.client_id != _HANDSHAKE_DEFAULT_CLIENT_ID:
-                raise ConfigError(
-                    f"client_id is set twice: {self.client_id!r} on ConnectionConfig and "
-                    f"{self.handshake.client_id!r} on its HandshakeConfig; set it once, on ConnectionConfig"
-                )
-            object.__setattr__(self, "handshake", replace(self.handshake, client_id=self.client_id))
+        if self.client_id is not None and not isinstance(self.client_id, str):
+            raise ConfigError(f"client_id must be a str or None, not {type(self.client_id).__name__}")
+        headers = RequestHeaders(self.client_id)
+        try:  # a client id the header cannot carry fails here, not on the first connect
+            headers.around_id(ApiKey.API_VERSIONS, self.handshake.max_version)
+        except EncodeError as exc:
+            raise ConfigError(f"client_id cannot be written in a request header: {exc}") from None
+        object.__setattr__(self, "request_headers", headers)
 
 
-# Built once: building a config checks and encodes the ApiVersions request, which
-# a connection opened with the defaults should not pay for every time.
+# Built once: building a config checks and encodes the ApiVersions request and its
+# header, which a connection opened with the defaults should not pay for every time.
 DEFAULT_CONFIG = ConnectionConfig()

@@ -39,10 +39,15 @@ if TYPE_CHECKING:
         max_safe_level,
         merge_finalized,
     )
-    from kafkacompat.negotiation.handshake import ApiVersionsHandshake, HandshakeConfig, HandshakeResult
+    from kafkacompat.negotiation.handshake import (
+        ApiVersionsHandshake,
+        HandshakeAttempt,
+        HandshakeConfig,
+        HandshakeResult,
+        HandshakeTranscript,
+    )
     from kafkacompat.negotiation.release_guess import ReleaseGuess, guess_release
-    from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
-    from kafkacompat.negotiation.version_policy import VersionChoice, VersionPolicy, explain, pick_version
+    from kafkacompat.negotiation.version_policy import VersionChoice, VersionPolicy
 
 _HOMES = {
     "ApiVersionsHandshake": "handshake",
@@ -55,10 +60,10 @@ _HOMES = {
     "FeatureUpdate": "feature_updates",
     "FeatureUpdateResult": "feature_updates",
     "FinalizedObservation": "features",
-    "HandshakeAttempt": "transcript",
+    "HandshakeAttempt": "handshake",
     "HandshakeConfig": "handshake",
     "HandshakeResult": "handshake",
-    "HandshakeTranscript": "transcript",
+    "HandshakeTranscript": "handshake",
     "ReleaseGuess": "release_guess",
     "UpgradeType": "feature_updates",
     "VersionChoice": "version_policy",
@@ -67,11 +72,9 @@ _HOMES = {
     "build_update_features": "feature_updates",
     "can_finalize": "features",
     "can_finalize_all": "features",
-    "explain": "version_policy",
     "guess_release": "release_guess",
     "max_safe_level": "features",
     "merge_finalized": "features",
-    "pick_version": "version_policy",
     "plan_coordinator_lookups": "coordinators",
     "plan_feature_updates": "feature_updates",
     "read_update_features": "feature_updates",
@@ -101,11 +104,9 @@ __all__ = [
     "build_update_features",
     "can_finalize",
     "can_finalize_all",
-    "explain",
     "guess_release",
     "max_safe_level",
     "merge_finalized",
-    "pick_version",
     "plan_coordinator_lookups",
     "plan_feature_updates",
     "read_update_features",

@@ -23,11 +23,11 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from kafkacompat.errors import ConfigError, ProtocolError
-from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.protocol.messages import ApiKey
 from kafkacompat.protocol.versions import VersionRange
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: the handshake imports this module (sealed), not the reverse
+    from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
     from kafkacompat.negotiation.release_guess import ReleaseGuess
     from kafkacompat.negotiation.version_policy import VersionChoice, VersionPolicy
 
@@ -340,32 +340,49 @@ class BrokerCapabilities:
         """``node`` plus the node id when known, for messages."""
         return self.node if self.node_id is None else f"{self.node} (node id {self.node_id})"
 
-    # -- decisions (delegating to version_policy) -------------------------------------------
+    # -- picking a version (the rules are version_policy's) -------------------------------
 
     def pick_version(
         self,
         api_key: int,
         policy: VersionPolicy | None = None,
         client_ranges: Mapping[int, VersionRange] | None = None,
+        *,
+        in_transaction: bool = False,
+        feature_gates: bool | None = None,
     ) -> int:
-        """The version to send ``api_key`` at to this node; see ``version_policy.pick_version``.
+        """The version to send ``api_key`` at to this node: the one way to pick a version.
 
-        The spelling to use: ``policy`` defaults to the one bound at negotiation.
+        The highest version the client (``client_ranges``, default this codec's),
+        the broker, the policy and the cluster's feature gates all allow (see
+        ``version_policy``); ``policy`` defaults to the one bound at negotiation.
+        Raises ``UnsupportedVersionError`` (before anything is sent) when none is.
         """
-        from kafkacompat.negotiation.version_policy import pick_version
-
-        return pick_version(api_key, self, self.policy if policy is None else policy, client_ranges)
+        choice = self.explain(
+            api_key, policy, client_ranges, in_transaction=in_transaction, feature_gates=feature_gates
+        )
+        if choice.chosen is None:
+            raise choice.error(self.transcript)
+        return choice.chosen
 
     def explain(
         self,
         api_key: int,
         policy: VersionPolicy | None = None,
         client_ranges: Mapping[int, VersionRange] | None = None,
+        *,
+        in_transaction: bool = False,
+        feature_gates: bool | None = None,
     ) -> VersionChoice:
-        """Why a version (or none) would be picked; see ``version_policy.explain``.
+        """Why ``pick_version`` picks what it picks (or nothing): every range and policy step.
 
-        ``policy`` defaults to the one bound at negotiation, as in ``pick_version``.
+        ``in_transaction``: the request is part of a transaction (Produce v12+ is gated
+        by transaction.version then).  ``feature_gates`` defaults to on for this codec's
+        ranges, off for ``client_ranges`` (another client need not obey the gates).
         """
-        from kafkacompat.negotiation.version_policy import explain
+        from kafkacompat.negotiation.version_policy import choice_for  # the first pick loads the rules
 
-        return explain(api_key, self, self.policy if policy is None else policy, client_ranges)
+        return choice_for(
+            api_key, self, self.policy if policy is None else policy, client_ranges,
+            in_transaction=in_transaction, feature_gates=feature_gates,
+        )

@@ -27,8 +27,8 @@ from kafkacompat.negotiation.version_policy import (
     VersionChoice,
     VersionPolicy,
     api_name,
+    choice_for,
     client_ranges_of_codec,
-    explain,
 )
 from kafkacompat.protocol.versions import VersionRange
 
@@ -156,7 +156,7 @@ def build_cluster_view(
         & {key for key, r in ranges.items() if not r.empty}
     )
     apis = {
-        key: _agreement(key, [explain(key, b, policy, ranges) for b in ordered]) for key in keys
+        key: _agreement(key, [choice_for(key, b, policy, ranges) for b in ordered]) for key in keys
     }
     return ClusterView(tuple(labels), MappingProxyType(apis), _release_groups(ordered))
 

@@ -50,8 +50,8 @@ from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.version_policy import (
     VersionChoice,
     VersionPolicy,
+    choice_for,
     client_ranges_of_codec,
-    explain,
 )
 from kafkacompat.protocol.error_codes import (
     COORDINATOR_LOAD_IN_PROGRESS,
@@ -175,7 +175,7 @@ def plan_coordinator_lookups(
     floor = VersionRange(kind.first_version, OPEN_END)
     ranges[FIND_COORDINATOR] = ranges.get(FIND_COORDINATOR, VersionRange.NONE) & floor
     ordered = sorted(brokers, key=lambda b: b.node)
-    choices = tuple(explain(FIND_COORDINATOR, b, policy, ranges) for b in ordered)
+    choices = tuple(choice_for(FIND_COORDINATOR, b, policy, ranges) for b in ordered)
     usable = [(c.chosen, b, c) for b, c in zip(ordered, choices, strict=True) if c.chosen is not None]
     if not usable:
         what = kind.name.lower()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from kafkacompat.protocol.framing import encode_request
+from kafkacompat.protocol.framing import DEFAULT_HEADERS, RequestHeaders
 from kafkacompat.protocol.messages import ApiVersionsRequest, MetadataRequest
 
 __all__ = [
@@ -60,10 +60,11 @@ class PeerVerdict:
         return self.kind is PeerKind.KAFKA
 
 
-def first_contact_request(client_id: str = "kafkacompat") -> bytes:
-    """ApiVersions v0 then Metadata v0, correlation ids ``FIRST_CONTACT_CORRELATION_ID`` and the next."""
-    api_versions = encode_request(ApiVersionsRequest(), 0, FIRST_CONTACT_CORRELATION_ID, client_id)
-    metadata = encode_request(MetadataRequest(topics=[]), 0, FIRST_CONTACT_CORRELATION_ID + 1, client_id)
+def first_contact_request(headers: RequestHeaders = DEFAULT_HEADERS) -> bytes:
+    """ApiVersions v0 then Metadata v0, correlation ids ``FIRST_CONTACT_CORRELATION_ID`` and the
+    next, behind ``headers`` (a connection config's ``request_headers``: its client id)."""
+    api_versions = headers.request(ApiVersionsRequest(), 0, FIRST_CONTACT_CORRELATION_ID)
+    metadata = headers.request(MetadataRequest(topics=[]), 0, FIRST_CONTACT_CORRELATION_ID + 1)
     return api_versions + metadata
 
 

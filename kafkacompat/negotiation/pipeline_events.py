@@ -9,13 +9,13 @@ dataclass's ``__init__`` sets each field through ``object.__setattr__``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from types import MappingProxyType
 from typing import Final, NamedTuple
 
-from kafkacompat.errors import KafkaCompatError
+from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError
 from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE
 from kafkacompat.protocol.message import KafkaMessage, Reader
 
@@ -27,6 +27,7 @@ __all__ = [
     "SentWithoutReply",
     "Stage",
     "Ticket",
+    "endings",
 ]
 
 _NONE_PRECISE: Final[Mapping[int, KafkaCompatError]] = MappingProxyType({})
@@ -35,10 +36,11 @@ _NONE_PRECISE: Final[Mapping[int, KafkaCompatError]] = MappingProxyType({})
 class Stage(IntEnum):
     """Where a request is on its way out."""
 
-    QUEUED = 0  # handed to send(), its bytes not yet taken by the driver
-    WRITING = 1  # taken by bytes_to_send(), the write not yet confirmed
-    WRITTEN = 2  # written; waiting for the answer (or done, for acks=0)
-    ENDED = 3  # answered, failed, abandoned: nothing more will happen to it
+    WAITING = 0  # handed to send() past the in-flight bound: waiting for a slot
+    QUEUED = 1  # holding a slot, its bytes not yet taken by the driver
+    WRITING = 2  # taken by bytes_to_send(), the write not yet confirmed
+    WRITTEN = 3  # written; waiting for the answer (or done, for acks=0)
+    ENDED = 4  # answered, failed, abandoned: nothing more will happen to it
 
 
 @dataclass(eq=False, slots=True)
@@ -60,6 +62,17 @@ class Ticket:
     # and ``decode`` says so): looked up once per API and version, not per answer.
     reader: Reader | None = field(default=None, repr=False)
     stage: Stage = Stage.QUEUED
+
+    def timeout_error(self, name: str, max_in_flight: int, node: str | None) -> KafkaTimeoutError:
+        """What the caller of a request named ``name`` is told when its deadline passes (ask
+        before it is abandoned): still waiting for an in-flight slot, or for its answer."""
+        if self.stage is Stage.WAITING:
+            return KafkaTimeoutError(
+                f"timed out waiting for one of the {max_in_flight} in-flight slots to send {name} "
+                f"v{self.version}",
+                node=node,
+            )
+        return KafkaTimeoutError(f"no response to {name} v{self.version} within the timeout", node=node)
 
 
 class ResponseReceived(NamedTuple):
@@ -98,3 +111,24 @@ class ConnectionFailed(NamedTuple):
 
 
 PipelineEvent = ResponseReceived | RequestFailed | SentWithoutReply | ConnectionFailed
+
+
+Ending = tuple[Ticket, KafkaMessage | None, KafkaCompatError | None]
+
+
+def endings(events: list[PipelineEvent]) -> Iterator[Ending]:
+    """Each request the events end, with its answer or its error: what its caller is woken with.
+
+    An answer (``None`` for an acks=0 Produce, which ends once written) comes with no
+    error; a failure, whether its own or the connection's, with its error.
+    """
+    for event in events:
+        if isinstance(event, ResponseReceived):
+            yield event.ticket, event.response, None
+        elif isinstance(event, ConnectionFailed):
+            for ticket in event.failed:  # those still waiting for a slot among them
+                yield ticket, None, event.error_of(ticket)
+        elif isinstance(event, RequestFailed):
+            yield event.ticket, None, event.error
+        else:  # SentWithoutReply
+            yield event.ticket, None, None

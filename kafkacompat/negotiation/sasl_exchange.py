@@ -44,6 +44,7 @@ from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol import _wire, framing
 from kafkacompat.protocol.error_codes import ILLEGAL_SASL_STATE, UNSUPPORTED_SASL_MECHANISM, error_for
+from kafkacompat.protocol.framing import RequestHeaders
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.messages import (
     ApiKey,
@@ -52,6 +53,7 @@ from kafkacompat.protocol.messages import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
+from kafkacompat.protocol.reply_limits import ReplyLimits
 
 __all__ = [
     "MAX_ROUND_TRIPS",
@@ -155,7 +157,8 @@ class SaslExchange:
     """One SASL conversation on one connection, after its ApiVersions handshake.
 
     ``first_correlation_id`` continues the connection's numbering;
-    ``next_correlation_id`` says where the requests after it go on.
+    ``next_correlation_id`` says where the requests after it go on; ``headers``
+    writes the connection's request header.
     ``redact`` blots the password out of broker messages.
     """
 
@@ -167,7 +170,7 @@ class SaslExchange:
         handshake_version: int,
         authenticate_version: int | None,
         first_correlation_id: int,
-        client_id: str | None,
+        headers: RequestHeaders,
         node: str | None = None,
         redact: Callable[[str], str] = str,
     ) -> None:
@@ -175,7 +178,7 @@ class SaslExchange:
         self.username = username
         self.handshake_version = handshake_version
         self.authenticate_version = authenticate_version
-        self.client_id = client_id
+        self.headers = headers  # the connection's request header, its client id with it
         self.node = node
         self._redact = redact
         self._next_id = first_correlation_id
@@ -198,6 +201,12 @@ class SaslExchange:
 
     def next_action(self) -> SaslAction:
         return self._action
+
+    def reply_ceiling(self, limits: ReplyLimits, max_frame_size: int) -> tuple[int, str]:
+        """The size ceiling for the next frame, and the response it should be (as the handshake's)."""
+        if self._step is _Step.TOKEN:
+            return limits.limit_for(SASL_AUTHENTICATE, max_frame_size), "SaslAuthenticate"
+        return limits.limit_for(SASL_HANDSHAKE, max_frame_size), "SaslHandshake"
 
     # -- events ---------------------------------------------------------------------------
 
@@ -304,7 +313,7 @@ class SaslExchange:
         correlation_id = self._next_id
         self._next_id = 0 if correlation_id == _INT32_MAX else correlation_id + 1
         self._expected_id = correlation_id
-        frame = framing.encode_request(message, version, correlation_id, self.client_id)
+        frame = self.headers.request(message, version, correlation_id)
         return SendBytes(frame, f"{name} v{version}")
 
     def _decode(

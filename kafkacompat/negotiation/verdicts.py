@@ -21,7 +21,7 @@ use.  The rules, in the order they are tried for each API and each broker:
    for ConsumerGroupHeartbeat/Describe; share.version >= 1 for the Share
    APIs).  A client that obeys the gates (``obeys_feature_gates``: kafkacompat
    itself) is judged with kafkacompat's own picker,
-   ``version_policy.pick_version``, so its verdict and its connections pick
+   ``capabilities.pick_version``, so its verdict and its connections pick
    the same version; it breaks here only when the gates leave it none.  Where
    a gated API has a classic fallback the client also uses (DescribeGroups
    for ConsumerGroupDescribe, JoinGroup for ConsumerGroupHeartbeat), the
@@ -124,7 +124,6 @@ from kafkacompat.negotiation.verdict_types import (
     Severity,
     Verdict,
 )
-from kafkacompat.negotiation.version_policy import explain
 from kafkacompat.protocol.removals import describe_removal, follows_kip_896, refused_by, release_order
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference.api_names import API_NAMES
@@ -326,7 +325,7 @@ def _picked_by_policy(
 ) -> tuple[int | None, list[Finding]]:
     """A client that picks as kafkacompat does: ``version_policy`` itself, feature gates obeyed.
 
-    The version is the one ``version_policy.pick_version`` gives this broker's
+    The version is the one ``capabilities.pick_version`` gives this broker's
     ranges and finalized levels (levels not reported count as 0, as they do
     when kafkacompat connects); when the gates leave none, that is the finding.
     """
@@ -336,9 +335,8 @@ def _picked_by_policy(
         broker.apis,
         finalized_features={name: (level, level) for name, level in (broker.finalized or {}).items()},
     )
-    choice = explain(
+    choice = capabilities.explain(
         key,
-        capabilities,
         client_ranges={key: entry.versions},
         in_transaction=client.transactional,
         feature_gates=True,

@@ -27,7 +27,10 @@ which node, both ranges and every policy step that removed versions.  An API
 the broker does not list at all is unusable with the same error.
 
 Everything here is a pure function of (api key, one node's capabilities,
-policy, client ranges); ``explain`` returns the whole reasoning as data.
+policy, client ranges); ``choice_for`` returns the whole reasoning as data.
+It is the engine, not a door: pick with ``capabilities.pick_version(api_key)``
+and ask why with ``capabilities.explain(api_key)``, where the connection's
+policy is already bound.
 """
 
 from __future__ import annotations
@@ -52,9 +55,8 @@ __all__ = [
     "VersionPolicy",
     "VersionSet",
     "api_name",
+    "choice_for",
     "client_ranges_of_codec",
-    "explain",
-    "pick_version",
 ]
 
 # What a caller may write for "some versions of one API": one version, a
@@ -260,7 +262,7 @@ class VersionChoice:
         return self.reason
 
 
-def explain(
+def choice_for(
     api_key: int,
     capabilities: BrokerCapabilities,
     policy: VersionPolicy | None = None,
@@ -373,27 +375,3 @@ def _subtracting(removed: tuple[VersionRange, ...]) -> _Apply:
         return allowed
 
     return apply
-
-
-def pick_version(
-    api_key: int,
-    capabilities: BrokerCapabilities,
-    policy: VersionPolicy | None = None,
-    client_ranges: Mapping[int, VersionRange] | None = None,
-    *,
-    in_transaction: bool = False,
-    feature_gates: bool | None = None,
-) -> int:
-    """The highest version of ``api_key`` allowed by client, broker, policy and feature gates.
-
-    Raises ``UnsupportedVersionError`` (before anything is sent) when none is.
-    The one function that picks: ``BrokerCapabilities.pick_version``, every
-    driver's ``pick_version`` and ``request()`` come here (a test checks it).
-    """
-    made = explain(
-        api_key, capabilities, policy, client_ranges,
-        in_transaction=in_transaction, feature_gates=feature_gates,
-    )
-    if made.chosen is None:
-        raise made.error(capabilities.transcript)
-    return made.chosen

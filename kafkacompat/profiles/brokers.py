@@ -267,7 +267,8 @@ def _warm_up(host: str, port: int) -> None:
         try:
             with open_blocking_connection(host, port, timeout=5.0) as connection:
                 key = "kafkacompat-warm-up"  # v0-3 carry one ``key``, v4 on ``coordinator_keys``
-                batched = connection.pick_version(FIND_COORDINATOR) >= 4
+                assert connection.capabilities is not None  # open_blocking_connection negotiated
+                batched = connection.capabilities.pick_version(FIND_COORDINATOR) >= 4
                 request = (
                     FindCoordinatorRequest(coordinator_keys=[key])
                     if batched

@@ -26,9 +26,12 @@ from kafkacompat.protocol.message import KafkaMessage, decode_at
 from kafkacompat.protocol.messages import ApiKey, RequestHeader, ResponseHeader
 
 __all__ = [
+    "DEFAULT_CLIENT_ID",
+    "DEFAULT_HEADERS",
     "DEFAULT_MAX_FRAME_SIZE",
     "FrameSplitter",
     "RequestFrame",
+    "RequestHeaders",
     "check_frame_size",
     "decode_request",
     "decode_response",
@@ -335,3 +338,58 @@ class FrameSplitter:
             if frame is None:
                 return frames
             frames.append(bytes(frame) if isinstance(frame, bytearray) else frame)  # feed's frames are bytes
+
+
+# -- a connection's request headers --------------------------------------------------------
+#
+# On one connection everything in a request header but the correlation id (the API key, its
+# version, the client id; tagged fields in v2) is the same for every request of one API at one
+# version, and the correlation id sits at the same offset in every header version.  So a
+# connection's header is encoded once per API and version, split around the correlation id,
+# and each request costs its size prefix, its correlation id and its body.  Every phase of a
+# connection (the handshake, the pre-0.10 probe, SASL, requests) writes through the one
+# ``RequestHeaders`` its ``ConnectionConfig`` made from ``client_id``: a connection cannot send
+# two client ids.
+
+#: The client id a connection sends unless its config names another.
+DEFAULT_CLIENT_ID: Final = "kafkacompat"
+
+
+class RequestHeaders:
+    """Request frames with ``client_id`` in their header, made once per API and version."""
+
+    __slots__ = ("_around", "client_id")
+
+    def __init__(self, client_id: str | None = DEFAULT_CLIENT_ID) -> None:
+        self.client_id = client_id
+        self._around: dict[tuple[int, int], tuple[bytes, bytes]] = {}
+
+    def around_id(self, api_key: int, version: int) -> tuple[bytes, bytes]:
+        """The header's bytes before and after its correlation id (raises ``EncodeError``
+        for a client id the header cannot carry)."""
+        known = self._around.get((api_key, version))
+        if known is None:
+            client_id = self.client_id
+            fields = RequestHeader(
+                request_api_key=api_key, request_api_version=version, correlation_id=0, client_id=client_id
+            )
+            header = fields.encode(request_header_version(api_key, version))
+            known = self._around[(api_key, version)] = (header[:4], header[8:])
+        return known
+
+    def frame(self, api_key: int, version: int, correlation_id: int, body: bytes) -> bytes:
+        """A whole request frame: size prefix, this connection's header, ``body``."""
+        before, after = self.around_id(api_key, version)
+        size = len(before) + 4 + len(after) + len(body)
+        return b"".join((_wire.INT32.pack(size), before, _wire.INT32.pack(correlation_id), after, body))
+
+    def request(self, message: KafkaMessage, version: int, correlation_id: int) -> bytes:
+        """``message`` at ``version`` as a whole request frame."""
+        api_key = message.API_KEY
+        if message.MESSAGE_TYPE != "request" or api_key is None:
+            raise ProtocolError(f"{message.NAME} is not a request")
+        return self.frame(api_key, version, correlation_id, message.encode(version))
+
+
+#: The headers of a handshake or a probe run on its own, outside a ``ConnectionConfig``.
+DEFAULT_HEADERS: Final = RequestHeaders()

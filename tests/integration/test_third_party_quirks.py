@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
-from kafkacompat.negotiation.handshake_reply import judge_reply
+from kafkacompat.negotiation.handshake.config import HandshakeConfig
+from kafkacompat.negotiation.handshake.reply import judge_reply
 from kafkacompat.testing.librdkafka_mock import LibrdkafkaMockBroker
 from kafkacompat.testing.noida import NoidaBroker
 from tests.brokers import LOOPBACK

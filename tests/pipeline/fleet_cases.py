@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
+from kafkacompat.negotiation.handshake.transcript import HandshakeAttempt, HandshakeTranscript
 from kafkacompat.negotiation.release_guess import known_api_ranges
-from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
 from kafkacompat.pipeline import FleetSpec, generate_clients, generate_fleet, snapshot_json, snapshot_line
 from kafkacompat.pipeline.client_format import client_profile
 

@@ -20,11 +20,20 @@ from kafkacompat.negotiation.features import (
     max_safe_level,
     merge_finalized,
 )
-from kafkacompat.negotiation.version_policy import api_name, explain, pick_version
+from kafkacompat.negotiation.version_policy import VersionChoice, api_name
 from kafkacompat.pipeline.client_format import client_ranges, required_apis
 from kafkacompat.pipeline.snapshot_format import diagnostics
 from kafkacompat.protocol.versions import VersionRange
 from tests.pipeline.conftest import BuiltFleet, Oracle
+
+
+def pick_version(api_key: int, capabilities: BrokerCapabilities, *args: Any, **kwargs: Any) -> int:
+    """The one door, spelled with the capabilities second as these cases read best."""
+    return capabilities.pick_version(api_key, *args, **kwargs)
+
+
+def explain(api_key: int, capabilities: BrokerCapabilities, *args: Any, **kwargs: Any) -> VersionChoice:
+    return capabilities.explain(api_key, *args, **kwargs)
 
 
 def _by(rows: list[dict[str, Any]], *keys: str) -> dict[tuple[Any, ...], dict[str, Any]]:
@@ -198,6 +207,7 @@ def test_fenced_brokers_match_the_core(fleet: BuiltFleet, oracle: Oracle) -> Non
     ]
     assert sorted(got, key=str) == sorted(expected, key=str)
     assert ("edge-fenced", 3, "metadata.version", 21, 1, 20) in got
+
 
 
 def test_stale_epochs_match_the_core(fleet: BuiltFleet, oracle: Oracle) -> None:

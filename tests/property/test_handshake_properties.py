@@ -49,8 +49,8 @@ from kafkacompat.negotiation.handshake import (
     SendRequest,
     State,
 )
-from kafkacompat.negotiation.handshake_config import CODEC_MAX_VERSION
-from kafkacompat.negotiation.handshake_identity import (
+from kafkacompat.negotiation.handshake.config import CODEC_MAX_VERSION
+from kafkacompat.negotiation.handshake.identity import (
     ApiVersionsMemory,
     BrokerIdentity,
     broker_node_id,

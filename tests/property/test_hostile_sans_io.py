@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from kafkacompat.errors import DecodeError, InvalidAddressError, ProtocolViolationError, ReplyTooLargeError
 from kafkacompat.negotiation.addresses import MAX_HOST_LENGTH, check_address, display_host, split_host_port
 from kafkacompat.negotiation.fanout import fanout_error, fanout_split
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
-from kafkacompat.negotiation.handshake_reply import judge_reply
+from kafkacompat.negotiation.handshake.config import HandshakeConfig
+from kafkacompat.negotiation.handshake.reply import judge_reply
 from kafkacompat.protocol import _wire
 from kafkacompat.protocol.framing import FrameSplitter
 from kafkacompat.protocol.reply_limits import DEFAULT_CEILINGS, ReplyLimits

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from kafkacompat.connection._request_pipeline import RequestPipeline, ResponseReceived
 from kafkacompat.protocol import _wire, framing, messages
+from kafkacompat.protocol.framing import RequestHeaders
 from kafkacompat.protocol.message import KafkaMessage
 from tests.support.codec_strategies import all_versions, instances
 
@@ -32,7 +33,7 @@ def _response_cls(request: type[KafkaMessage]) -> type[KafkaMessage]:
 def test_request_frames_are_the_codecs(data: st.DataObject, client_id: str | None, first_id: int) -> None:
     cls, version = data.draw(st.sampled_from(REQUESTS))
     message = data.draw(instances(cls, version))
-    pipeline = RequestPipeline(client_id=client_id, first_correlation_id=first_id)
+    pipeline = RequestPipeline(headers=RequestHeaders(client_id), first_correlation_id=first_id)
     first = pipeline.send(message, version)
     second = pipeline.send(message, version)  # the cached header, with the next id
     assert first.frame == framing.encode_request(message, version, first.correlation_id, client_id)

@@ -2,8 +2,14 @@
 
 The model broker answers written requests in order, sometimes twice over an
 abandoned one, sometimes with a stray id; reads arrive split at any byte; callers
-give up at any stage; the connection may close at any point.  Whatever happens:
-no response reaches the wrong request, and every request ends exactly once.
+send past the in-flight bound and give up at any stage (waiting for a slot,
+queued, being written, written); the driver writes only when ``write_due_at``
+says so, on a clock that moves; the connection may close at any point.
+Whatever happens: no response reaches the wrong request, every request ends
+exactly once, no more than ``max_in_flight`` are ever out, requests go out in
+the order they were sent, a request given up before it was written never is,
+and a request waiting while a slot is free is never held longer than
+``REFILL_DELAY``.
 """
 
 from __future__ import annotations
@@ -12,9 +18,10 @@ from collections import deque
 
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from kafkacompat.connection._request_pipeline import (
+    REFILL_DELAY,
     ConnectionFailed,
     PipelineEvent,
     RequestFailed,
@@ -23,13 +30,18 @@ from kafkacompat.connection._request_pipeline import (
     SentWithoutReply,
     Ticket,
 )
+from kafkacompat.negotiation.pipeline_events import Stage
 from kafkacompat.protocol import framing, messages
 
 
 class PipelineMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.pipe = RequestPipeline(max_in_flight=4, max_abandoned=6)
+        self.bound = 4
+        self.pipe = RequestPipeline(max_in_flight=self.bound, max_abandoned=6)
+        self.now = 0.0
+        self.last_written_id = -1  # ids go out in send order (no wrap this early)
+        self.never_to_write: set[int] = set()  # ids given up before they were written
         self.tickets: dict[int, Ticket] = {}  # every ticket ever handed out, by ticket number
         self.tags: dict[int, int] = {}  # id(ticket) -> the tag its request carried
         self.ended: dict[int, str] = {}  # id(ticket) -> how it ended
@@ -41,9 +53,18 @@ class PipelineMachine(RuleBasedStateMachine):
 
     # -- the client ---------------------------------------------------------------------
 
-    @precondition(lambda self: self.pipe.has_capacity)
-    @rule(acks0=st.booleans())
-    def send(self, acks0: bool) -> None:
+    @initialize(bound=st.sampled_from([1, 2, 8]))  # 8: a refill under a quarter of it is put off
+    def choose_bound(self, bound: int) -> None:
+        self.bound = bound
+        self.pipe = RequestPipeline(max_in_flight=bound, max_abandoned=6)
+
+    @precondition(lambda self: self.pipe.failure is None)
+    @rule(acks0=st.lists(st.booleans(), min_size=1, max_size=10))  # a burst: past the bound at once
+    def send(self, acks0: list[bool]) -> None:
+        for each in acks0:
+            self._send_one(each)
+
+    def _send_one(self, acks0: bool) -> None:
         self.tag_counter += 1
         tag = self.tag_counter
         if acks0:
@@ -53,13 +74,23 @@ class PipelineMachine(RuleBasedStateMachine):
         self.tickets[len(self.tickets)] = ticket
         self.tags[id(ticket)] = tag
 
-    @precondition(lambda self: not self.writing and self.pipe.wants_to_write)
+    @rule(seconds=st.sampled_from([0.0, REFILL_DELAY / 4, REFILL_DELAY, 1.0]))
+    def time_passes(self, seconds: float) -> None:
+        self.now += seconds
+
+    @precondition(lambda self: not self.writing)
     @rule()
     def start_write(self) -> None:
+        due = self.pipe.write_due_at(self.now)
+        if self.pipe.waiting and self.pipe.in_flight < self.bound and self.pipe.failure is None:
+            assert due <= self.now + REFILL_DELAY, "a request waits for a free slot with no write due"
+        if due > self.now:
+            assert self.pipe.bytes_to_send() == b"", "bytes to send while no write was due"
+            return
         data = self.pipe.bytes_to_send()
-        if data:
-            self.writing = True
-            self.pending_write = data
+        assert data, "a write was due with nothing to write"
+        self.writing = True
+        self.pending_write = data
 
     @precondition(lambda self: self.writing)
     @rule()
@@ -68,6 +99,10 @@ class PipelineMachine(RuleBasedStateMachine):
         splitter = framing.FrameSplitter()
         for frame in splitter.feed(self.pending_write):
             request = framing.decode_request(frame)
+            correlation_id = request.header.correlation_id
+            assert correlation_id > self.last_written_id, "written out of send order"
+            assert correlation_id not in self.never_to_write, "a request given up before writing went out"
+            self.last_written_id = correlation_id
             acks0 = request.header.request_api_key == 0
             self.broker_queue.append((request.header.correlation_id, self._tag_of(request), acks0))
         self._handle(self.pipe.write_done())
@@ -79,6 +114,8 @@ class PipelineMachine(RuleBasedStateMachine):
             return
         ticket = data.draw(st.sampled_from(live))
         self.ended[id(ticket)] = "abandoned"
+        if ticket.stage in (Stage.WAITING, Stage.QUEUED):
+            self.never_to_write.add(ticket.correlation_id)
         events = self.pipe.abandon(ticket)
         self._handle(events, abandoned=ticket)
 
@@ -91,7 +128,9 @@ class PipelineMachine(RuleBasedStateMachine):
     @rule()
     def reconnect(self) -> None:
         # A new connection starts a new pipeline; the old one's requests all ended.
-        self.pipe = RequestPipeline(max_in_flight=4, max_abandoned=6)
+        self.pipe = RequestPipeline(max_in_flight=self.bound, max_abandoned=6)
+        self.last_written_id = -1
+        self.never_to_write.clear()
         self.broker_queue.clear()
         self.wire.clear()
         self.writing = False
@@ -152,11 +191,16 @@ class PipelineMachine(RuleBasedStateMachine):
                     self._end(ticket, "failed")
 
     @invariant()
-    def every_live_request_is_counted(self) -> None:
+    def every_live_request_is_counted_and_at_most_the_bound_hold_a_slot(self) -> None:
         live = [t for t in self.tickets.values() if id(t) not in self.ended]
         if self.pipe.failure is not None:
             assert live == [], "a failed connection left requests pending"
-        assert self.pipe.in_flight == len(live)
+        assert self.pipe.in_flight + self.pipe.waiting == len(live)
+        assert self.pipe.in_flight <= self.bound
+        assert self.pipe.waiting == sum(t.stage is Stage.WAITING for t in live)
+        if self.pipe.waiting:  # nobody jumps the queue: the waiting ones are the newest
+            oldest_waiting = min(t.correlation_id for t in live if t.stage is Stage.WAITING)
+            assert all(t.correlation_id < oldest_waiting for t in live if t.stage is not Stage.WAITING)
 
     def teardown(self) -> None:
         # Closing ends whatever is left: afterwards every request has ended exactly once.

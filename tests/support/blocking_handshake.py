@@ -19,7 +19,7 @@ from kafkacompat.negotiation.handshake import (
     SendProbe,
     SendRequest,
 )
-from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
+from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.protocol.framing import FrameSplitter
 
 __all__ = ["handshake"]

@@ -56,13 +56,15 @@ NOT_FOR_A_PLAIN_CONNECTION = frozenset(
         "kafkacompat.negotiation.sasl_exchange",  # SASL: read when a connection logs in
         "kafkacompat.protocol.messages.sasl_handshake",
         "kafkacompat.protocol.messages.sasl_authenticate",
+        "kafkacompat.connection.sasl",
         "kafkacompat.connection.sasl_mechanisms",
         "kafkacompat.negotiation.feature_gates",  # read on the first gated version pick
         "kafkacompat.negotiation.version_policy",  # read on the first version pick: a handshake makes none
         "kafkacompat.connection._request_pipeline",  # made by the first request
         "kafkacompat.negotiation.capability_changes",  # read on a reconnect
         "kafkacompat.reference.api_names",
-        "kafkacompat.negotiation.legacy_probe",  # pre-0.10 brokers only
+        "kafkacompat.negotiation.handshake.legacy",  # pre-0.10 brokers only: the probe and the check
+        "kafkacompat.negotiation.handshake.legacy_probe",
         "kafkacompat.negotiation.features",
         "kafkacompat.negotiation.coordinators",
         "kafkacompat.transport.cluster",

@@ -1,10 +1,11 @@
 """The three drivers offer one connection surface: trio, asyncio and blocking.
 
 Read from the classes: the same public names, the same signatures for the
-constructor, ``request``, ``pick_version`` and the opener, the same return for
-``open`` and ``reconnect``.  What differs is only what the loop makes differ,
-listed below with its reason; a name added to one driver and not the others
-fails here.  The address is checked when the connection is made, in all three.
+constructor, ``request`` and the opener, the same return for ``open`` and
+``reconnect``.  None of them picks versions: ``capabilities.pick_version`` does.
+What differs is only what the loop makes differ, listed below with its reason; a
+name added to one driver and not the others fails here.  The address is checked when
+the connection is made, in all three.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def test_the_three_drivers_offer_the_same_names() -> None:
     assert names["trio"] == names["asyncio"] == names["blocking"]
 
 
-@pytest.mark.parametrize("name", ["__init__", "request", "pick_version", "is_ready", "in_flight", "node"])
+@pytest.mark.parametrize("name", ["__init__", "request", "is_ready", "in_flight", "node"])
 def test_the_shared_members_have_one_signature(name: str) -> None:
     def spelled(cls: type) -> str:
         member = inspect.getattr_static(cls, name)

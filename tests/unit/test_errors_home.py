@@ -116,7 +116,7 @@ def test_the_configuration_family_is_a_value_error(cls: type[Exception]) -> None
 def test_configuration_errors_raised_by_the_package_are_in_the_family() -> None:
     from kafkacompat.connection.config import ConnectionConfig
     from kafkacompat.negotiation.coordinators import plan_coordinator_lookups
-    from kafkacompat.negotiation.handshake_config import HandshakeConfig
+    from kafkacompat.negotiation.handshake.config import HandshakeConfig
     from kafkacompat.negotiation.version_policy import VersionPolicy
     from kafkacompat.testing.emulator import EmulatedCluster
 

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kafkacompat.negotiation.features import CATALOG, METADATA_VERSION
-from kafkacompat.negotiation.handshake_config import SOFTWARE_FIELD_PATTERN
+from kafkacompat.negotiation.handshake.config import SOFTWARE_FIELD_PATTERN
 from kafkacompat.protocol.error_codes import (
     BY_NAME,
     COORDINATOR_NOT_AVAILABLE,

@@ -28,7 +28,7 @@ from kafkacompat.errors import (
     ProtocolError,
     TransportError,
 )
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
+from kafkacompat.negotiation.handshake.config import HandshakeConfig
 from kafkacompat.protocol import messages
 from kafkacompat.testing.emulator import Fault, SaslConfig, ThreadedCluster
 from kafkacompat.testing.tansu import TansuBroker
@@ -235,3 +235,70 @@ def test_a_connection_is_reusable_after_reconnect() -> None:
             return len(response.brokers), len(conn.changes)  # type: ignore[attr-defined]
 
         assert run(body) == (1, 0)
+
+
+def test_requests_past_the_in_flight_bound_wait_in_the_connection_within_their_deadline() -> None:
+    """Two slots, both held by answers the broker delays: a third request times out still
+    waiting for a slot (and says so), a fourth goes out when a slot frees; never three out."""
+    config = ConnectionConfig(connect_timeout=5, request_timeout=10, max_in_flight=2)
+    with ThreadedCluster("3.9", faults=[Fault.delay(0.5, 3, times=2)]) as cluster:
+        broker = cluster.brokers[0]
+
+        async def body() -> tuple[list[object], int]:
+            async with open_connection(broker.host, broker.port, config) as conn:
+                peak = 0
+
+                async def ask(limit: float) -> object:
+                    try:
+                        return await conn.request(messages.MetadataRequest(topics=[]), request_timeout=limit)
+                    except KafkaTimeoutError as exc:
+                        return exc
+
+                async def watch() -> None:
+                    nonlocal peak
+                    while True:
+                        peak = max(peak, conn.in_flight)
+                        await asyncio.sleep(0.01)
+
+                watcher = asyncio.create_task(watch())
+                held = [asyncio.create_task(ask(10)) for _ in range(2)]
+                await asyncio.sleep(0.05)  # both written: the broker sits on them
+                outcomes = await asyncio.gather(*held, ask(0.2), ask(10))
+                watcher.cancel()
+                return list(outcomes), peak
+
+        outcomes, peak = run(body)
+    assert all(isinstance(o, messages.MetadataResponse) for o in (outcomes[0], outcomes[1], outcomes[3]))
+    assert isinstance(outcomes[2], KafkaTimeoutError) and "in-flight slots" in str(outcomes[2])
+    assert peak == 2
+
+
+def test_a_slot_freed_alone_goes_to_a_waiting_request_after_the_refill_delay() -> None:
+    """Eight slots: one answered at once, seven held by answers the broker delays (it answers
+    in order, 0.5 s each).  The ninth request waits for a slot; the one freed (under a quarter
+    of eight) is put off for company, then a loop timer hands it over, long before the next
+    answer would have freed more."""
+    config = ConnectionConfig(connect_timeout=5, request_timeout=30, max_in_flight=8)
+    find_coordinator = messages.FindCoordinatorRequest(key_type=0, coordinator_keys=["g"])
+    with ThreadedCluster("3.9", faults=[Fault.delay(0.5, 3, times=7)]) as cluster:
+        broker = cluster.brokers[0]
+
+        async def body() -> tuple[float, float]:
+            loop = asyncio.get_running_loop()
+            async with open_connection(broker.host, broker.port, config) as conn:
+                started = loop.time()
+                fast = asyncio.create_task(conn.request(find_coordinator))
+                metadata = [conn.request(messages.MetadataRequest(topics=[])) for _ in range(8)]
+                slow = [asyncio.create_task(call) for call in metadata]  # the last is the ninth
+                await fast
+                answered = loop.time()
+                for _ in range(1000):  # a second at most: then the assertion below says so
+                    if conn.in_flight == 8:  # the ninth took the freed slot
+                        break
+                    await asyncio.sleep(0.001)
+                took_slot = loop.time()
+                await asyncio.gather(*slow)
+                return took_slot - answered, loop.time() - started
+
+        handed_over, all_answered = run(body)
+    assert handed_over < 0.25 and all_answered > 3.5  # not held until the first slow answer (0.5 s)

@@ -59,7 +59,7 @@ from kafkacompat.errors import (
     RebootstrapRequiredError,
 )
 from kafkacompat.negotiation.handshake import Done, Fail
-from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
+from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.protocol.framing import encode_request
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest
 from kafkacompat.testing import ApacheKafka

@@ -12,7 +12,7 @@ from kafkacompat.blocking.probe import probe_broker
 from kafkacompat.cli.render_inspect import details_lines
 from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
+from kafkacompat.negotiation.handshake.config import HandshakeConfig
 from kafkacompat.testing.emulator import ThreadedCluster
 
 

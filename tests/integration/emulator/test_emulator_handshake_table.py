@@ -7,7 +7,7 @@ import trio
 
 from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.handshake_config import CODEC_MAX_VERSION, HandshakeConfig
+from kafkacompat.negotiation.handshake.config import CODEC_MAX_VERSION, HandshakeConfig
 from kafkacompat.testing.emulator import ApiVersionsEra, BrokerProfile, Fault, release_profiles
 from kafkacompat.transport.connection import open_connection
 

@@ -13,8 +13,8 @@ import trio
 from kafkacompat.blocking.connection import BlockingConnection
 from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import ClusterMismatchError
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
-from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
+from kafkacompat.negotiation.handshake.config import HandshakeConfig
+from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.testing.emulator import ThreadedCluster
 from kafkacompat.transport.cluster import connect
 

@@ -21,7 +21,7 @@ import trio
 import kafkacompat
 from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import ClusterMismatchError, ConfigError
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
+from kafkacompat.negotiation.handshake.config import HandshakeConfig
 from kafkacompat.protocol.messages import MetadataRequest
 from kafkacompat.testing.emulator import ThreadedCluster
 from tests.support.cluster_drivers import Driver, Side, driver

@@ -15,7 +15,7 @@ import trio
 
 from kafkacompat.blocking.probe import probe_broker
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.handshake_config import HandshakeConfig, release_ranges
+from kafkacompat.negotiation.handshake.config import HandshakeConfig, release_ranges
 from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
 from kafkacompat.testing.kafka09 import Kafka09Broker
 from kafkacompat.transport import ConnectionConfig, connect, open_connection

@@ -14,7 +14,7 @@ import trio
 
 from kafkacompat.blocking.probe import probe_broker
 from kafkacompat.errors import KafkaTimeoutError
-from kafkacompat.negotiation.handshake_config import HandshakeConfig, release_ranges
+from kafkacompat.negotiation.handshake.config import HandshakeConfig, release_ranges
 from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
 from kafkacompat.testing.emulator import Fault
 from kafkacompat.transport import ConnectionConfig, open_connection

@@ -30,8 +30,8 @@ from kafkacompat.errors import (
     VersionRemovedError,
 )
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
-from kafkacompat.negotiation.transcript import HandshakeTranscript
+from kafkacompat.negotiation.handshake.config import HandshakeConfig
+from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
 from kafkacompat.protocol import messages
 from kafkacompat.testing.emulator import Fault, SaslConfig, ThreadedCluster
 from kafkacompat.testing.tansu import TansuBroker

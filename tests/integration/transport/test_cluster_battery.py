@@ -22,7 +22,7 @@ from kafkacompat.errors import (
     KafkaTimeoutError,
     NoBrokerReachableError,
 )
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
+from kafkacompat.negotiation.handshake.config import HandshakeConfig
 from kafkacompat.testing import EmulatedCluster
 from kafkacompat.testing.emulator import SaslConfig
 from kafkacompat.testing.tansu import TansuBroker

@@ -86,7 +86,7 @@ async def test_handshake_then_metadata_on_tansu(tansu: TansuBroker) -> None:
             assert transcript.api_versions_version == 5  # Tansu answers v5 at once (v3 body, read as v5)
             assert transcript.connections == 1 and transcript.round_trips == 1
             assert conn.capabilities.broker_range(METADATA).highest == 12
-            assert conn.pick_version(METADATA) == 12
+            assert conn.capabilities.pick_version(METADATA) == 12
             reply = await conn.request(m.MetadataRequest(topics=None))
             assert isinstance(reply, m.MetadataResponse)
             assert reply.cluster_id == "kafkacompat-tests"
@@ -207,7 +207,7 @@ async def test_an_explicit_version_is_used_as_given(tansu: TansuBroker) -> None:
     with trio.fail_after(DEADLINE):
         async with fault_proxy(_address(tansu)) as proxy:
             async with open_connection(*proxy.address, QUICK) as conn:
-                assert conn.pick_version(FIND_COORDINATOR) >= 4
+                assert conn.capabilities.pick_version(FIND_COORDINATOR) >= 4
                 old = await conn.request(_find_v3("explicit"), version=0)
                 new = await conn.request(_find_v4("explicit"), version=4)
                 assert isinstance(old, m.FindCoordinatorResponse) and old.error_code == 0

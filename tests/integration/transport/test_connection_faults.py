@@ -382,7 +382,7 @@ async def test_a_handshake_answer_larger_than_max_frame_size_is_refused(tansu: T
 # ----------------------------------------------------------- the librdkafka mock --
 # Its handshake takes two replies on one connection (v4 refused naming ApiVersions 0-2, then
 # v2): frame 2 is the v2 answer, frame 3 Metadata's.  A close at v2 (before any v2 reply) is
-# retried once at v0 on a new connection (rule 4 of handshake_table), where frame 2 is then
+# retried once at v0 on a new connection (rule 4 of negotiation/handshake/table.py), where frame 2 is then
 # Metadata's answer.
 
 MOCK_TABLE = [

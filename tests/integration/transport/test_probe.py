@@ -35,8 +35,8 @@ from kafkacompat.errors import (
     TransportError,
 )
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.handshake_config import HandshakeConfig, release_ranges
-from kafkacompat.negotiation.transcript import HandshakeTranscript
+from kafkacompat.negotiation.handshake.config import HandshakeConfig, release_ranges
+from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
 from kafkacompat.testing import Fault, ThreadedCluster, profile_for
 from kafkacompat.testing.ports import free_port
 from kafkacompat.testing.tansu import TansuBroker

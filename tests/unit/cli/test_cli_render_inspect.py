@@ -11,8 +11,8 @@ from kafkacompat.cli.inspect_model import BrokerProbe, ProbeReport, api_entries,
 from kafkacompat.cli.render_inspect import broker_block, handshake_lines, render_report
 from kafkacompat.cli.render_json import inspect_document
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
+from kafkacompat.negotiation.handshake.transcript import HandshakeAttempt, HandshakeTranscript
 from kafkacompat.negotiation.release_guess import known_api_ranges
-from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol.versions import VersionRange
 

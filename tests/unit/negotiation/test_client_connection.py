@@ -24,7 +24,7 @@ from kafkacompat.errors import (
     TransportError,
     WrongProtocolError,
 )
-from kafkacompat.negotiation.handshake_config import CODEC_MAX_VERSION, HandshakeConfig
+from kafkacompat.negotiation.handshake.config import CODEC_MAX_VERSION, HandshakeConfig
 from kafkacompat.negotiation.pipeline_events import ConnectionFailed, ResponseReceived
 from kafkacompat.protocol import messages
 from kafkacompat.protocol.framing import decode_request, encode_response

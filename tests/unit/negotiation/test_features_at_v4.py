@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.features import BrokerFeatures, can_finalize, max_safe_level, supported_levels
-from kafkacompat.negotiation.transcript import HandshakeTranscript
+from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference import RELEASES
 

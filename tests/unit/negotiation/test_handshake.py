@@ -47,9 +47,9 @@ from kafkacompat.negotiation.handshake import (
     Transition,
     release_ranges,
 )
-from kafkacompat.negotiation.handshake_config import CODEC_MAX_VERSION
-from kafkacompat.negotiation.handshake_identity import BrokerIdentity
-from kafkacompat.negotiation.transcript import HandshakeTranscript
+from kafkacompat.negotiation.handshake.config import CODEC_MAX_VERSION
+from kafkacompat.negotiation.handshake.identity import BrokerIdentity
+from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
 from kafkacompat.protocol.framing import FrameSplitter, decode_request
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange

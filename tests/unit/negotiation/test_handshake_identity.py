@@ -17,7 +17,7 @@ from kafkacompat.errors import (
     RebootstrapRequiredError,
 )
 from kafkacompat.negotiation.handshake import ApiVersionsHandshake, Done, Fail, HandshakeConfig, SendRequest
-from kafkacompat.negotiation.handshake_identity import (
+from kafkacompat.negotiation.handshake.identity import (
     ApiVersionsMemory,
     BrokerIdentity,
     broker_node_id,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kafkacompat.negotiation.handshake import ApiVersionsHandshake
-from kafkacompat.negotiation.handshake_types import ReceiveReply, SendProbe
+from kafkacompat.negotiation.handshake.types import ReceiveReply, SendProbe
 from kafkacompat.protocol.reply_limits import ReplyLimits
 
 LIMITS = ReplyLimits(legacy_probe=3 << 20)

@@ -37,7 +37,8 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 LEGACY_ONLY = [
-    "kafkacompat.negotiation.legacy_probe",
+    "kafkacompat.negotiation.handshake.legacy",
+    "kafkacompat.negotiation.handshake.legacy_probe",
     "kafkacompat.protocol.messages.metadata",
     "kafkacompat.protocol.messages.heartbeat",
     "kafkacompat.protocol.messages.offset_fetch",

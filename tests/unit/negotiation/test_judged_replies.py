@@ -12,11 +12,12 @@ import pytest
 
 from kafkacompat.connection.client_connection import ClientConnection, Ready
 from kafkacompat.errors import ConfigError
-from kafkacompat.negotiation import capabilities, handshake_reply
+from kafkacompat.negotiation import capabilities
 from kafkacompat.negotiation.capabilities import BrokerCapabilities, sealed
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
-from kafkacompat.negotiation.handshake_reply import judge_reply
-from kafkacompat.negotiation.handshake_types import HandshakeResult
+from kafkacompat.negotiation.handshake import reply as handshake_reply
+from kafkacompat.negotiation.handshake.config import HandshakeConfig
+from kafkacompat.negotiation.handshake.reply import judge_reply
+from kafkacompat.negotiation.handshake.types import HandshakeResult
 from kafkacompat.protocol.error_codes import UNSUPPORTED_VERSION
 from kafkacompat.protocol.framing import decode_request, encode_response
 from kafkacompat.protocol.messages import ApiVersionsResponse

@@ -1,8 +1,10 @@
-"""One function picks versions: ``version_policy.pick_version`` (on top of ``explain``).
+"""One door picks versions: ``capabilities.pick_version(api_key)`` (and ``explain`` says why).
 
-Every other spelling (a connection's, the capabilities', the blocking facade's)
-is a thin call to it: the spy below sees each of them arrive there, and a scan
-of the package finds no other function that picks a version on its own.
+Behind it one engine applies the rules (``version_policy.choice_for``): the spy
+below sees the capabilities and a connection's request without a version arrive
+there; no driver offers a pick of its own; and a scan of the package finds no
+other function that picks a version on its own (the cluster's ``pick_version``
+and the view's ``pick_everywhere`` are thin calls to the capabilities' pick).
 """
 
 from __future__ import annotations
@@ -15,23 +17,22 @@ from typing import Any
 import pytest
 
 import kafkacompat
-from kafkacompat import aio
 from kafkacompat._generated import is_generated
+from kafkacompat.aio.connection import BrokerConnection as AsyncioConnection
+from kafkacompat.blocking.connection import BlockingConnection
 from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.negotiation import version_policy
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.version_policy import VersionPolicy
-from kafkacompat.protocol.messages import ApiKey
+from kafkacompat.protocol.messages import ApiKey, MetadataRequest
 from kafkacompat.transport.connection import BrokerConnection
 
 PACKAGE = Path(kafkacompat.__file__).parent
 _PICKS = re.compile(
     r"pick.*version|version.*(pick|everywhere)|pick_everywhere|choose|highest_common|common_version"
 )
-#: What a thin spelling may call to get its answer: the one function, or what it is built on.
+#: What a thin spelling may call to get its answer: the one door, or what it is built on.
 _DELEGATES = {"pick_version", "explain", "agreement"}
-#: The one implementation.
-HOME = ("negotiation/version_policy.py", "pick_version")
 
 
 def caps() -> BrokerCapabilities:
@@ -41,24 +42,35 @@ def caps() -> BrokerCapabilities:
 @pytest.fixture
 def spy(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     calls: list[tuple[Any, ...]] = []
-    real = version_policy.pick_version
+    real = version_policy.choice_for
 
-    def recording(api_key: int, capabilities: BrokerCapabilities, *args: Any, **kwargs: Any) -> int:
+    def recording(api_key: int, capabilities: BrokerCapabilities, *args: Any, **kwargs: Any) -> Any:
         calls.append((api_key, capabilities.node, *args))
         return real(api_key, capabilities, *args, **kwargs)
 
-    monkeypatch.setattr(version_policy, "pick_version", recording)
+    monkeypatch.setattr(version_policy, "choice_for", recording)
     return calls
 
 
-def test_the_capabilities_and_both_drivers_ask_the_one_function(spy: list[tuple[Any, ...]]) -> None:
+def test_the_capabilities_and_a_request_without_a_version_ask_the_one_engine(
+    spy: list[tuple[Any, ...]],
+) -> None:
+    from kafkacompat.connection.client_connection import ClientConnection, Ready
+    from kafkacompat.testing.emulator import ClusterState, Node, profile_for
+    from tests.support.memory_wire import MemoryWire, set_up
+
     policy = VersionPolicy(caps={"Metadata": 9})
     assert caps().pick_version(ApiKey.METADATA, policy) == 9
-    for driver in (BrokerConnection, aio.BrokerConnection):
-        conn = driver("127.0.0.1", 9092, ConnectionConfig(policy=policy))
-        conn.capabilities = caps()
-        assert conn.pick_version(ApiKey.METADATA) == 9
-    assert spy == [(ApiKey.METADATA, "b:9092", policy, None)] * 3
+    wire = MemoryWire(ClusterState([Node(1, profile_for("3.9", "zk-broker"), port=9092)]))
+    client = ClientConnection(ConnectionConfig(policy=policy), node="b:9092")
+    assert isinstance(set_up(client, wire), Ready)
+    assert client.send(MetadataRequest(topics=[])).version == 9  # the connection's policy, bound
+    assert spy == [(ApiKey.METADATA, "b:9092", policy, None)] * 2
+
+
+@pytest.mark.parametrize("driver", [BrokerConnection, AsyncioConnection, BlockingConnection])
+def test_no_driver_offers_a_pick_of_its_own(driver: type) -> None:
+    assert not hasattr(driver, "pick_version") and not hasattr(driver, "explain")
 
 
 def _function_calls(node: ast.AST) -> set[str]:
@@ -89,7 +101,7 @@ def test_no_other_function_picks_a_version_by_itself() -> None:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or not _PICKS.search(node.name):
                 continue
-            if (relative, node.name) == HOME or _is_declaration(node):
+            if _is_declaration(node):
                 continue
             if not _function_calls(node) & _DELEGATES:
                 on_their_own.append(f"{relative}:{node.lineno} {node.name}")

@@ -1,4 +1,4 @@
-"""Quick twins of frozen dataclasses (handshake_types.quick): what they build is what the class builds."""
+"""Quick twins of frozen dataclasses (handshake.types.quick): what they build is what the class builds."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kafkacompat.negotiation import handshake, handshake_results
-from kafkacompat.negotiation.handshake_types import HandshakeResult, quick
-from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
+from kafkacompat.negotiation.handshake import machine, reply
+from kafkacompat.negotiation.handshake.transcript import HandshakeAttempt, HandshakeTranscript
+from kafkacompat.negotiation.handshake.types import HandshakeResult, quick
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +67,9 @@ def test_only_frozen_slots_dataclasses_without_post_init_get_a_twin() -> None:
 
 def test_the_twins_of_the_connect_path_build_their_classes() -> None:
     twins = {
-        handshake._Attempt: HandshakeAttempt,
-        handshake._Transcript: HandshakeTranscript,
-        handshake_results._Result: HandshakeResult,
+        machine._Attempt: HandshakeAttempt,
+        machine._Transcript: HandshakeTranscript,
+        reply._Result: HandshakeResult,
     }
     for twin, cls in twins.items():
         wanted = [name for name, p in inspect.signature(cls).parameters.items() if p.default is p.empty]

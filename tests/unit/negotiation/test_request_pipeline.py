@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from kafkacompat.connection._request_pipeline import (
+    REFILL_DELAY,
     ConnectionFailed,
+    PipelineEvent,
     RequestFailed,
     RequestPipeline,
     ResponseReceived,
     SentWithoutReply,
+    Ticket,
 )
 from kafkacompat.errors import (
     DecodeError,
@@ -18,7 +23,9 @@ from kafkacompat.errors import (
     ProtocolError,
     TransportError,
 )
+from kafkacompat.negotiation.pipeline_events import Stage, endings
 from kafkacompat.protocol import framing, messages
+from kafkacompat.protocol.framing import RequestHeaders
 
 
 def metadata_request() -> messages.MetadataRequest:
@@ -31,7 +38,7 @@ def metadata_answer(correlation_id: int, controller_id: int = 1, version: int = 
 
 
 def test_requests_are_numbered_from_the_handshake_on_and_answered_in_order() -> None:
-    pipe = RequestPipeline(node="b:9092", client_id="me", first_correlation_id=3)
+    pipe = RequestPipeline(node="b:9092", headers=RequestHeaders("me"), first_correlation_id=3)
     first, second = pipe.send(metadata_request(), 1), pipe.send(metadata_request(), 1)
     assert (first.correlation_id, second.correlation_id) == (3, 4)
     data = pipe.bytes_to_send()
@@ -103,7 +110,7 @@ def test_acks0_produce_ends_once_written_and_a_stray_answer_to_it_is_dropped() -
 
 
 def test_a_request_given_up_before_its_write_is_never_written() -> None:
-    pipe = RequestPipeline(client_id=None)
+    pipe = RequestPipeline(headers=RequestHeaders(None))
     kept, dropped = pipe.send(metadata_request(), 1), pipe.send(metadata_request(), 1)
     assert pipe.abandon(dropped) == []
     assert pipe.bytes_to_send() == framing.encode_request(metadata_request(), 1, kept.correlation_id, None)
@@ -144,17 +151,73 @@ def test_too_many_unanswered_abandoned_requests_close_the_connection() -> None:
     assert isinstance(events[0].error, KafkaTimeoutError)
 
 
-def test_the_in_flight_bound_is_enforced_and_freed_by_answers() -> None:
-    pipe = RequestPipeline(max_in_flight=2)
-    first = pipe.send(metadata_request(), 1)
-    pipe.send(metadata_request(), 1)
-    assert not pipe.has_capacity
-    with pytest.raises(PipelineStateError, match="2 requests are already in flight"):
-        pipe.send(metadata_request(), 1)
+def _write_and_answer(pipe: RequestPipeline, *tickets: Ticket) -> list[PipelineEvent]:
+    """Write what is due; the broker answers ``tickets`` (written) in one read."""
     pipe.bytes_to_send()
     pipe.write_done()
-    pipe.receive_data(metadata_answer(first.correlation_id))
-    assert pipe.has_capacity
+    return pipe.receive_data(b"".join(metadata_answer(t.correlation_id) for t in tickets))
+
+
+def test_requests_past_the_in_flight_bound_wait_in_the_pipeline_and_go_out_as_slots_free() -> None:
+    pipe = RequestPipeline(max_in_flight=2)
+    first, second, third = (pipe.send(metadata_request(), 1) for _ in range(3))
+    assert (pipe.in_flight, pipe.waiting) == (2, 1) and third.stage is Stage.WAITING
+    assert pipe.write_due_at(0.0) == 0.0
+    written = framing.FrameSplitter().feed(pipe.bytes_to_send())
+    assert [int.from_bytes(f[4:8], "big") for f in written] == [first.correlation_id, second.correlation_id]
+    pipe.write_done()
+    assert pipe.write_due_at(0.0) == math.inf  # the third has no slot yet: nothing to write
+    events = pipe.receive_data(metadata_answer(first.correlation_id))
+    assert [e.ticket for e in events if isinstance(e, ResponseReceived)] == [first]
+    assert pipe.write_due_at(1.0) == 1.0 and third.stage is Stage.QUEUED  # the freed slot is its
+    assert _write_and_answer(pipe, second, third)[1].ticket is third
+    assert (pipe.in_flight, pipe.waiting) == (0, 0)
+
+
+def test_a_waiting_request_given_up_is_never_written() -> None:
+    pipe = RequestPipeline(max_in_flight=1)
+    first, given_up, last = (pipe.send(metadata_request(), 1) for _ in range(3))
+    assert pipe.abandon(given_up) == [] and given_up.stage is Stage.ENDED
+    assert pipe.waiting == 1
+    assert [e.ticket for e in _write_and_answer(pipe, first)] == [first]
+    pipe.write_due_at(0.0)
+    (frame,) = framing.FrameSplitter().feed(pipe.bytes_to_send())
+    assert int.from_bytes(frame[4:8], "big") == last.correlation_id  # never the one given up
+    pipe.write_done()
+    assert [e.ticket for e in pipe.receive_data(metadata_answer(last.correlation_id))] == [last]
+
+
+def test_a_slot_freed_alone_waits_at_most_the_refill_delay_for_company() -> None:
+    pipe = RequestPipeline(max_in_flight=8)
+    held = [pipe.send(metadata_request(), 1) for _ in range(8)]
+    waiting = [pipe.send(metadata_request(), 1) for _ in range(3)]
+    pipe.bytes_to_send()
+    pipe.write_done()
+    pipe.receive_data(metadata_answer(held[0].correlation_id))  # one slot of eight: under a wave
+    assert pipe.write_due_at(10.0) == 10.0 + REFILL_DELAY  # put off, from the first time asked
+    assert pipe.write_due_at(10.0 + REFILL_DELAY / 2) == 10.0 + REFILL_DELAY
+    assert waiting[0].stage is Stage.WAITING
+    assert pipe.write_due_at(10.0 + REFILL_DELAY) == 10.0 + REFILL_DELAY  # due: it takes the slot
+    assert [t.stage for t in waiting] == [Stage.QUEUED, Stage.WAITING, Stage.WAITING]
+
+
+def test_a_quarter_of_the_slots_freed_are_refilled_at_once() -> None:
+    pipe = RequestPipeline(max_in_flight=8)
+    held = [pipe.send(metadata_request(), 1) for _ in range(8)]
+    waiting = [pipe.send(metadata_request(), 1) for _ in range(3)]
+    pipe.bytes_to_send()
+    pipe.write_done()
+    pipe.receive_data(metadata_answer(held[0].correlation_id) + metadata_answer(held[1].correlation_id))
+    assert pipe.write_due_at(5.0) == 5.0
+    assert [t.stage for t in waiting] == [Stage.QUEUED, Stage.QUEUED, Stage.WAITING]
+
+
+def test_a_failed_connection_fails_the_waiting_requests_too() -> None:
+    pipe = RequestPipeline(max_in_flight=1)
+    tickets = [pipe.send(metadata_request(), 1) for _ in range(3)]
+    (event,) = pipe.connection_lost()
+    assert isinstance(event, ConnectionFailed) and set(event.failed) == set(tickets)
+    assert (pipe.in_flight, pipe.waiting) == (0, 0) and pipe.write_due_at(0.0) == math.inf
 
 
 def test_one_unreadable_answer_fails_only_its_request() -> None:
@@ -278,3 +341,23 @@ def test_a_large_frame_leaves_the_splitter_in_the_buffer_it_was_read_into() -> N
     frame = splitter.next_frame()
     assert frame == body and isinstance(frame, bytearray)  # no second copy
     assert splitter.feed((3).to_bytes(4, "big") + b"abc") == [b"abc"]
+
+
+def test_every_event_says_how_each_request_it_ends_ended() -> None:
+    """``endings``: what each caller is woken with, the same for every driver."""
+    pipe = RequestPipeline(max_in_flight=2)
+    answered = pipe.send(metadata_request(), 1)
+    acks0 = pipe.send(messages.ProduceRequest(acks=0, timeout_ms=1), 3)
+    waiting = pipe.send(metadata_request(), 1)
+    late = waiting.timeout_error("MetadataRequest", 2, "b:1")
+    assert "waiting for one of the 2 in-flight slots to send MetadataRequest v1" in str(late)
+    pipe.bytes_to_send()
+    events = pipe.write_done() + pipe.receive_data(metadata_answer(answered.correlation_id, controller_id=7))
+    ended = {id(t): (r, e) for t, r, e in endings(events)}
+    assert ended[id(acks0)] == (None, None)  # written: done, nothing to read
+    response, error = ended[id(answered)]
+    assert isinstance(response, messages.MetadataResponse) and response.controller_id == 7 and error is None
+    assert "no response to MetadataRequest v1" in str(answered.timeout_error("MetadataRequest", 2, None))
+    (failed,) = pipe.connection_lost()
+    [(ticket, response, error)] = list(endings([failed]))  # the one still waiting for a slot
+    assert ticket is waiting and response is None and isinstance(error, TransportError)

@@ -16,6 +16,7 @@ from kafkacompat.negotiation.sasl_exchange import (
     sasl_versions,
 )
 from kafkacompat.protocol import framing, messages
+from kafkacompat.protocol.framing import RequestHeaders
 from kafkacompat.protocol.versions import VersionRange
 
 
@@ -53,7 +54,7 @@ def exchange(mechanism: object, authenticate_version: int | None = 2, first: int
         handshake_version=1 if authenticate_version is not None else 0,
         authenticate_version=authenticate_version,
         first_correlation_id=first,
-        client_id="me",
+        headers=RequestHeaders("me"),
         node="b:9092",
         redact=lambda text: text.replace("secret", "***"),
     )

@@ -8,7 +8,6 @@ from kafkacompat.cli.check import brokers_for_release, load_clients
 from kafkacompat.errors import UnsupportedVersionError
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.verdicts import judge
-from kafkacompat.negotiation.version_policy import pick_version
 from kafkacompat.reference.releases import RELEASES
 
 # Every broker kind of every release in the table, at a fresh cluster's levels and at level 0.
@@ -17,7 +16,7 @@ GATED_LEVELS = {"transaction.version": 0, "group.version": 0, "share.version": 0
 
 
 @pytest.mark.parametrize("levels", [{}, GATED_LEVELS], ids=["fresh", "gates-closed"])
-def test_the_verdict_picks_what_version_policy_picks_for_kafkacompat(levels: dict[str, int]) -> None:
+def test_the_verdict_picks_what_the_capabilities_pick_for_kafkacompat(levels: dict[str, int]) -> None:
     (own,) = load_clients("kafkacompat")
     compared = 0
     for release, kind in TARGETS:
@@ -35,9 +34,7 @@ def test_the_verdict_picks_what_version_policy_picks_for_kafkacompat(levels: dic
             if key not in broker.apis:
                 continue  # not listed: api-missing, nothing picked either way
             try:
-                expected: int | None = pick_version(
-                    key, capabilities, in_transaction=own.transactional
-                )
+                expected: int | None = capabilities.pick_version(key, in_transaction=own.transactional)
             except UnsupportedVersionError:
                 expected = None
             assert picked[key] == expected, (release, kind, key)

@@ -8,14 +8,13 @@ import pytest
 
 from kafkacompat.errors import UnsupportedVersionError
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
+from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
 from kafkacompat.negotiation.release_guess import ReleaseGuess, known_api_ranges
-from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.negotiation.version_policy import (
     DEFAULT_POLICY,
     VersionPolicy,
+    choice_for,
     client_ranges_of_codec,
-    explain,
-    pick_version,
 )
 from kafkacompat.protocol import messages
 from kafkacompat.protocol.versions import VersionRange
@@ -121,8 +120,8 @@ def test_release_guess_is_computed_once() -> None:
 
 
 def test_default_pick_is_the_highest_common_version() -> None:
-    assert pick_version(FIND_COORDINATOR, broker(fc="0-3")) == 3
-    assert pick_version(FIND_COORDINATOR, broker(fc="2-9")) == messages.REQUEST_VERSIONS[10][1]
+    assert broker(fc="0-3").pick_version(FIND_COORDINATOR) == 3
+    assert broker(fc="2-9").pick_version(FIND_COORDINATOR) == messages.REQUEST_VERSIONS[10][1]
     assert broker(fc="0-4").pick_version(FIND_COORDINATOR) == 4
     assert broker(fc="0-4").pick_version(FIND_COORDINATOR, DEFAULT_POLICY) == 4
 
@@ -200,10 +199,10 @@ def test_api_not_listed_is_unusable_with_a_reason() -> None:
 
 def test_disjoint_ranges_and_client_gaps() -> None:
     with pytest.raises(UnsupportedVersionError, match="no version in common"):
-        pick_version(FIND_COORDINATOR, broker(fc="7-9"))
+        broker(fc="7-9").pick_version(FIND_COORDINATOR)
     own = {METADATA: VersionRange(0, 12)}
     with pytest.raises(UnsupportedVersionError, match="client cannot write FindCoordinator"):
-        pick_version(FIND_COORDINATOR, broker(), client_ranges=own)
+        broker().pick_version(FIND_COORDINATOR, client_ranges=own)
 
 
 def test_error_carries_the_transcript() -> None:
@@ -221,7 +220,7 @@ def test_explain_lists_the_steps_in_order() -> None:
     policy = VersionPolicy(
         caps={10: 5}, deprecated={10: 0}, blocked={10: "4-5"}, honour_spec_deprecations=True
     )
-    choice = explain(FIND_COORDINATOR, broker(fc="0-6"), policy)
+    choice = choice_for(FIND_COORDINATOR, broker(fc="0-6"), policy)  # the engine itself
     assert [step.kind for step in choice.steps] == ["cap", "spec-deprecated", "deprecated", "blocked"]
     assert [str(r) for r in choice.steps[0].remaining] == ["0-5"]
     assert [str(r) for r in choice.steps[-1].remaining] == ["1-3"]
@@ -236,7 +235,7 @@ def test_explain_lists_the_steps_in_order() -> None:
 def test_explain_without_policy_has_no_steps() -> None:
     choice = broker(fc="0-4").explain(FIND_COORDINATOR)
     assert choice.steps == () and choice.chosen == 4
-    assert choice == explain(FIND_COORDINATOR, broker(fc="0-4"))
+    assert choice == choice_for(FIND_COORDINATOR, broker(fc="0-4"))
     assert "highest of 0-4" in str(choice)
 
 

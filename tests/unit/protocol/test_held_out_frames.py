@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
-from kafkacompat.negotiation.handshake_reply import judge_reply
+from kafkacompat.negotiation.handshake.config import HandshakeConfig
+from kafkacompat.negotiation.handshake.reply import judge_reply
 from kafkacompat.protocol import framing, messages
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.messages import RequestHeader, ResponseHeader

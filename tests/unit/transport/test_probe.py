@@ -38,8 +38,8 @@ from kafkacompat.errors import (
     TransportError,
     WrongProtocolError,
 )
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
-from kafkacompat.negotiation.transcript import HandshakeTranscript
+from kafkacompat.negotiation.handshake.config import HandshakeConfig
+from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
 from kafkacompat.protocol.framing import RequestFrame, decode_request, encode_response
 from kafkacompat.protocol.messages import ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange

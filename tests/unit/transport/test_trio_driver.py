@@ -14,6 +14,7 @@ import pytest
 import trio
 import trio.testing
 
+from kafkacompat.connection._request_pipeline import REFILL_DELAY
 from kafkacompat.connection.client_connection import ClientConnection
 from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import EncodeError, KafkaTimeoutError, TransportError
@@ -21,7 +22,7 @@ from kafkacompat.protocol import messages as m
 from kafkacompat.testing.emulator import ClusterState, Connection, Fault, FaultPlan, Node
 from kafkacompat.testing.emulator.faults import Close, Send, Sleep, Stall
 from kafkacompat.testing.emulator.profile import profile_for
-from kafkacompat.transport.connection import REFILL_DELAY, BrokerConnection, open_connection
+from kafkacompat.transport.connection import BrokerConnection, open_connection
 
 METADATA, API_VERSIONS, FIND_COORDINATOR = 3, 18, 10
 CONFIG = ConnectionConfig(connect_timeout=10, request_timeout=30)

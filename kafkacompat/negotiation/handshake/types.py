@@ -33,7 +33,7 @@ from typing import Any, NamedTuple, TypeVar
 from kafkacompat.errors import (
     KafkaCompatError,
 )
-from kafkacompat.negotiation.transcript import HandshakeTranscript
+from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
 

@@ -64,7 +64,7 @@ The rules the handshake follows (the groups of rows in ``TRANSITIONS``):
     ``max_connections``.
 
 11. KIP-1242 (v5): a connection that knows which broker it meant to reach
-    (node id and cluster id, ``handshake_identity``) sends both; one without
+    (node id and cluster id, ``identity``) sends both; one without
     the other is never sent, and a bootstrap connection sends neither.
     REBOOTSTRAP_REQUIRED fails with ``RebootstrapRequiredError``, naming the
     identity expected: the address is someone else's broker now.

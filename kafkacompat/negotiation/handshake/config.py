@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import re
-import struct
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,8 +19,7 @@ from typing import Final
 
 from kafkacompat._version import __version__
 from kafkacompat.errors import ClientSoftwareWarning, EncodeError, HandshakeConfigError, NegotiationError
-from kafkacompat.negotiation.handshake_identity import IDENTITY_VERSION, BrokerIdentity
-from kafkacompat.protocol.framing import encode_request
+from kafkacompat.negotiation.handshake.identity import IDENTITY_VERSION, BrokerIdentity
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
 
@@ -53,8 +51,6 @@ SOFTWARE_FIELD_PATTERN: Final = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-
 DEFAULT_QUIET_PERIOD: Final = 0.25
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
-_INT32: Final = struct.Struct(">i")
-_CORRELATION_ID_AT: Final = 8  # int32 size, int16 api key, int16 api version, then the id
 
 
 def release_ranges(release: str, kind: str = "zk-broker") -> Mapping[int, VersionRange]:
@@ -90,9 +86,9 @@ class HandshakeConfig:
 
     ``max_version``: the first version tried; defaults to the highest the
     codec can write and read, and may not exceed it.
-    ``client_software_name`` / ``client_software_version``: sent at v3+.
-    ``client_id``: the request header's client id; inside a ``ConnectionConfig``
-    it is a copy of ``ConnectionConfig.client_id``, the one a connection uses.
+    ``client_software_name`` / ``client_software_version``: sent at v3+.  (The
+    request header's client id is ``ConnectionConfig.client_id``: it is every
+    request's, not the handshake's alone.)
     ``max_connections``: connections the handshake may open; the default 3
     allows, after a close at v4, one reconnect at v3 and a last one at v0
     (2: straight to v0; 1: no reconnect).
@@ -103,7 +99,7 @@ class HandshakeConfig:
     ``expected_cluster_id``: the cluster the user means to reach.  A connection
     to a known node sends it at v5 (KIP-1242) when Metadata named no cluster id,
     and a Metadata cluster id that differs from it is a ``ClusterMismatchError``
-    (``handshake_identity``).  A bootstrap connection never sends it: the broker
+    (``identity``).  A bootstrap connection never sends it: the broker
     would refuse a ClusterId without a NodeId.
     ``quiet_period``: seconds without a reply to ApiVersions after which a
     Metadata v0 probe is written on the same connection, once per connection,
@@ -116,7 +112,6 @@ class HandshakeConfig:
     max_version: int = CODEC_MAX_VERSION
     client_software_name: str = "kafkacompat"
     client_software_version: str = __version__
-    client_id: str | None = "kafkacompat"
     max_connections: int = 3
     fallback_release: str | None = None
     fallback_kind: str = "zk-broker"
@@ -128,9 +123,8 @@ class HandshakeConfig:
     # Problems of the software fields, when the versions tried will send them;
     # worked out once here, since every handshake copies them into its notes.
     software_problems: tuple[str, ...] = field(init=False, repr=False, compare=False, default=())
-    # The request frame per version, encoded once (correlation id 0): every handshake with
-    # this config sends the same bytes but for the correlation id.
-    _frames: dict[int, bytes] = field(init=False, repr=False, compare=False, default_factory=dict)
+    # The request body per version, encoded once (see ``request_body``).
+    _bodies: dict[int, bytes] = field(init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         version = _require_int("max_version", self.max_version)
@@ -149,13 +143,11 @@ class HandshakeConfig:
             isinstance(quiet, bool) or not isinstance(quiet, int | float) or not 0 < quiet < math.inf
         ):
             raise HandshakeConfigError(f"quiet_period must be positive seconds or None, not {quiet!r}")
-        if self.client_id is not None and not isinstance(self.client_id, str):
-            raise HandshakeConfigError("client_id must be a str or None")
         expected = self.expected_cluster_id
         if expected is not None and (not isinstance(expected, str) or not expected):
             raise HandshakeConfigError(f"expected_cluster_id must be a non-empty str or None: {expected!r}")
         try:  # a field that cannot be written should fail here, not mid-handshake
-            self.request_frame(self.max_version, 0)
+            self.request_body(self.max_version)
         except EncodeError as exc:
             raise HandshakeConfigError(f"the ApiVersions request cannot be written: {exc}") from None
         if self.fallback_release is not None:
@@ -185,23 +177,16 @@ class HandshakeConfig:
             client_software_version=self.client_software_version,
         )
 
-    def request_frame(
-        self, version: int, correlation_id: int, identity: BrokerIdentity | None = None
-    ) -> bytes:
-        """The whole ApiVersions request frame at ``version`` (``encode_request`` of ``request``).
-
-        Encoded once per version; a frame differs from another only in its correlation id,
-        which every request header carries at the same place, after the size prefix, the api
-        key and the version.
-        """
-        if identity is not None and version >= IDENTITY_VERSION:  # per connection: not kept
-            return encode_request(self.request(version, identity), version, correlation_id, self.client_id)
-        template = self._frames.get(version)
-        if template is None:
-            template = encode_request(self.request(version), version, 0, self.client_id)
-            self._frames[version] = template
-        at = _CORRELATION_ID_AT
-        return b"".join((template[:at], _INT32.pack(correlation_id), template[at + 4 :]))
+    def request_body(self, version: int, identity: BrokerIdentity | None = None) -> bytes:
+        """``request(version, identity)`` encoded: once per version (an identity is per
+        connection, so a body carrying one is not kept); every handshake with this config
+        sends the same body, behind its connection's header."""
+        if identity is not None and version >= IDENTITY_VERSION:
+            return self.request(version, identity).encode(version)
+        body = self._bodies.get(version)
+        if body is None:
+            body = self._bodies[version] = self.request(version).encode(version)
+        return body
 
 
 def check_correlation_id(value: int) -> int:

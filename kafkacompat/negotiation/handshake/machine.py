@@ -1,7 +1,9 @@
 """The ApiVersions handshake (KIP-35, KIP-511) as a sans-I/O state machine.
 
 The rules, and the table of states and transitions that carries them out, are
-in ``handshake_table``; this module decides which outcome each event has.
+in ``table``; this module decides which outcome each event has, with the
+judgement of replies in ``reply`` and the pre-0.10 steps in ``legacy`` (an
+object the machine holds, whose conclusions it applies).
 
 Driving it
 ==========
@@ -57,6 +59,7 @@ got bytes back; a connection is one ``connected()``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
 from kafkacompat.errors import (
@@ -65,62 +68,51 @@ from kafkacompat.errors import (
     KafkaTimeoutError,
     TransportError,
 )
-from kafkacompat.negotiation.handshake_config import (
+from kafkacompat.negotiation.handshake.config import (
     CODEC_MAX_VERSION,
+    FIRST_SOFTWARE_FIELDS_VERSION,
     HandshakeConfig,
     check_correlation_id,
-    release_ranges,
 )
-from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
-from kafkacompat.negotiation.handshake_legacy import LegacySteps, failure_verdict, mismatch_verdict
-from kafkacompat.negotiation.handshake_reply import API_VERSIONS_KEY, Verdict, foreign_verdict, judge_reply
-from kafkacompat.negotiation.handshake_results import accepted_result, stand_in_result
-from kafkacompat.negotiation.handshake_table import (
+from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
+from kafkacompat.negotiation.handshake.reply import (
+    API_VERSIONS_KEY,
+    Verdict,
+    accepted_result,
+    failure_verdict,
+    foreign_verdict,
+    judge_reply,
+    mismatch_verdict,
+    stand_in_result,
+)
+from kafkacompat.negotiation.handshake.table import (
     BY_KEY,
     EVENTS_BY_STATE,
     PROGRESS_EVENTS,
     PROGRESS_OUTCOMES,
-    TRANSITIONS,
     Event,
     State,
     Transition,
 )
-from kafkacompat.negotiation.handshake_types import (
+from kafkacompat.negotiation.handshake.transcript import HandshakeAttempt, HandshakeTranscript
+from kafkacompat.negotiation.handshake.types import (
     Action,
     Connect,
     Done,
     Fail,
     HandshakeResult,
     ReceiveReply,
-    SendProbe,
     SendRequest,
     quick,
 )
-from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
-from kafkacompat.protocol.framing import sniff_foreign_protocol
+from kafkacompat.protocol.framing import DEFAULT_HEADERS, RequestHeaders, sniff_foreign_protocol
 from kafkacompat.protocol.reply_limits import ReplyLimits
 from kafkacompat.protocol.versions import VersionRange
 
-if TYPE_CHECKING:
-    from kafkacompat.negotiation.legacy_probe import LegacyCheck
+if TYPE_CHECKING:  # loaded when a broker is quiet or closes at v0: see legacy's doc
+    from kafkacompat.negotiation.handshake.legacy import Conclusion, LegacySteps
 
-__all__ = [
-    "TRANSITIONS",
-    "Action",
-    "ApiVersionsHandshake",
-    "Connect",
-    "Done",
-    "Event",
-    "Fail",
-    "HandshakeConfig",
-    "HandshakeResult",
-    "ReceiveReply",
-    "SendProbe",
-    "SendRequest",
-    "State",
-    "Transition",
-    "release_ranges",
-]
+__all__ = ["ApiVersionsHandshake"]
 
 _INT32_MAX: Final = 2**31 - 1
 # The states and events as plain names: on CPython 3.11 reading an enum member through its
@@ -132,7 +124,7 @@ _ON_CONNECTED, _ON_CONNECT_FAILED, _ON_REQUEST_SENT, _ON_RECEIVED = (
 _ON_CONNECTION_CLOSED, _ON_TIMED_OUT, _ON_FOREIGN_BYTES, _ON_QUIET = (
     Event.CONNECTION_CLOSED, Event.TIMED_OUT, Event.FOREIGN_BYTES, Event.QUIET,
 )
-# The public frozen objects of every connect, built by their quick twins (``handshake_types.quick``).
+# The public frozen objects of every connect, built by their quick twins (``types.quick``).
 _Attempt: Final = quick(HandshakeAttempt)
 _Transcript: Final = quick(HandshakeTranscript)
 # Checked on every event: computed once, not per call.  The table's rows by key, as a
@@ -141,7 +133,7 @@ _BY_KEY: Final = dict(BY_KEY)
 _EVENTS_WITHOUT_QUIET: Final = {state: events - {_ON_QUIET} for state, events in EVENTS_BY_STATE.items()}
 
 
-class ApiVersionsHandshake(LegacySteps):
+class ApiVersionsHandshake:
     """One ApiVersions negotiation with one broker; see the module docstring."""
 
     def __init__(
@@ -152,8 +144,10 @@ class ApiVersionsHandshake(LegacySteps):
         first_correlation_id: int = 0,
         identity: BrokerIdentity | None = None,
         memory: ApiVersionsMemory | None = None,
+        headers: RequestHeaders = DEFAULT_HEADERS,
     ) -> None:
         self.config = HandshakeConfig() if config is None else config
+        self.headers = headers  # the connection's request header: its client id (ConnectionConfig's)
         self.node = node
         # rule 11: sent at v5 only, both halves; rule 12: the address's advertised max
         self.identity = identity
@@ -184,14 +178,8 @@ class ApiVersionsHandshake(LegacySteps):
         self._accepted_version: int | None = None
         self._fallback_release: str | None = None
         self._detected_release: str | None = None
-        # The Metadata v0 probe (rule 9): its correlation id while its reply is due, whether
-        # it was written after the ApiVersions request now awaited, the connection it went on.
-        self._probe_id: int | None = None
-        self._probe_follows_request = False
-        self._probed_connection = 0
-        self._probe_flags: tuple[str, ...] = ()
-        self._answer: HandshakeResult | None = None  # accepted, kept while the probe drains
-        self._check: LegacyCheck | None = None  # rule 10, after a close at v0
+        # Rules 9 and 10 (the probe, the 0.8.x check): made when first needed (``_legacy_steps``).
+        self._legacy: LegacySteps | None = None
         self._action: Action = Connect(self._version, 1)
 
     # -- queries ------------------------------------------------------------------------
@@ -234,7 +222,7 @@ class ApiVersionsHandshake(LegacySteps):
         list every topic of the cluster, so it gets ``limits.legacy_probe``.
         """
         handshake = min(limits.handshake, max_frame_size)
-        if self._probe_id is not None:
+        if self._legacy is not None and self._legacy.probe_id is not None:
             return max(handshake, min(limits.legacy_probe, max_frame_size)), "ApiVersions or Metadata v0"
         return handshake, "ApiVersions"
 
@@ -257,7 +245,8 @@ class ApiVersionsHandshake(LegacySteps):
     def connected(self) -> None:
         self._expect(_ON_CONNECTED)
         self._connections += 1
-        self._take(_ON_CONNECTED, "connected" if self._check is None else "connected-to-check")
+        checking = self._legacy is not None and self._legacy.check is not None
+        self._take(_ON_CONNECTED, "connected-to-check" if checking else "connected")
 
     def connect_failed(self, reason: str = "") -> None:
         self._expect(_ON_CONNECT_FAILED)
@@ -267,12 +256,15 @@ class ApiVersionsHandshake(LegacySteps):
 
     def request_sent(self) -> None:
         self._expect(_ON_REQUEST_SENT)
-        if self._state is _PROBE:
-            self._probe_follows_request = True
-            self._take(_ON_REQUEST_SENT, "probe-sent")
-        else:
-            self._probe_follows_request = False  # a probe still due now precedes this request
-            self._take(_ON_REQUEST_SENT, "sent")
+        if self._legacy is not None:  # a probe still due when ApiVersions is written precedes it
+            self._legacy.probe_follows_request = self._state is _PROBE
+        self._take(_ON_REQUEST_SENT, "probe-sent" if self._state is _PROBE else "sent")
+
+    def quiet(self) -> None:
+        """No reply came within ``ReceiveReply.quiet_period``: write the Metadata v0 probe."""
+        self._expect(_ON_QUIET)  # only where the action handed a quiet period
+        self._legacy_steps().probing(self._connections)
+        self._take(_ON_QUIET, "quiet")
 
     def timed_out(self) -> None:
         self._expect(_ON_TIMED_OUT)
@@ -280,9 +272,10 @@ class ApiVersionsHandshake(LegacySteps):
             self._notes.append("the Metadata v0 probe's reply did not come in time: its connection is closed")
             self._finish_drain(_ON_TIMED_OUT, "probe-unanswered")
             return
+        check = self._legacy.check if self._legacy is not None else None
         doing = (
             "connecting" if self._state is _CONNECT
-            else f"on the {self._check.step.name} check request" if self._check is not None
+            else f"on the {check.step.name} check request" if check is not None
             else "writing the Metadata v0 probe" if self._state is _PROBE
             else f"on ApiVersions v{self._version}"
         )
@@ -299,13 +292,15 @@ class ApiVersionsHandshake(LegacySteps):
             self._notes.append("the connection closed before the Metadata v0 probe's reply: reconnect")
             self._finish_drain(_ON_CONNECTION_CLOSED, "closed-after-answer")
             return
-        self._probe_id = None  # its reply died with the connection
+        legacy = self._legacy
+        if legacy is not None:
+            legacy.probe_id = None  # its reply died with the connection
         if self._remembered is not None and self._version == self._remembered and self._memory is not None:
             assert self.node is not None
             self._memory.forget(self.node)  # rule 12: it closed on what it advertised: forget it
             self._remembered = None
-        if self._check is not None:
-            self._check_closed()
+        if legacy is not None and legacy.check is not None:
+            self._conclude(_ON_CONNECTION_CLOSED, legacy.check_closed())
             return
         request = f"ApiVersions v{self._version}"
         writing = {_SEND: f"while {request} was written", _PROBE: "while the probe was written"}
@@ -316,7 +311,7 @@ class ApiVersionsHandshake(LegacySteps):
             limit = f"{closed}, and max_connections ({self.config.max_connections}) allows no reconnect at v0"
             verdict = failure_verdict("closed-no-connection-left", detail, TransportError, limit)
         elif self._version > 0:
-            lower = self._step_down()
+            lower = _step_down(self._version, self.config.max_connections, self._connections)
             verdict = Verdict("closed-step-down" if lower else "closed", detail, next_version=lower)
         elif self._replies_understood:
             verdict = failure_verdict(
@@ -330,9 +325,7 @@ class ApiVersionsHandshake(LegacySteps):
             self._use_fallback(detail)
             return
         else:
-            from kafkacompat.negotiation.legacy_probe import LegacyCheck  # see handshake_legacy
-
-            self._check = LegacyCheck()
+            self._legacy_steps().start_check()
             verdict = Verdict("closed-at-v0", detail)
         self._apply(_ON_CONNECTION_CLOSED, verdict)
 
@@ -352,8 +345,8 @@ class ApiVersionsHandshake(LegacySteps):
         self._round_trips += 1
         if self._state is _DRAIN:
             self._finish_drain(_ON_RECEIVED, "probe-reply-dropped")
-        elif self._check is not None:
-            self._check_answered(bytes(body))
+        elif self._legacy is not None and self._legacy.check is not None:
+            self._conclude(_ON_RECEIVED, self._legacy.check_answered(bytes(body)))
         else:
             self._judge(bytes(body))
 
@@ -363,23 +356,34 @@ class ApiVersionsHandshake(LegacySteps):
         self._round_trips += 1
         data = bytes(frame)
         correlation_id = int.from_bytes(data[:4], "big", signed=True) if len(data) >= 4 else None
-        probe_reply = correlation_id is not None and correlation_id == self._probe_id
-        if self._check is not None and probe_reply:
-            self._check_answered(data[4:])
-        elif self._check is not None:
-            self._apply(_ON_RECEIVED, mismatch_verdict(correlation_id, self._probe_id, "the check request"))
+        legacy = self._legacy
+        if legacy is None:  # nothing of rules 9 and 10 under way: an answer to ApiVersions, or not
+            self._judge_frame(data, correlation_id)
+            return
+        probe_reply = correlation_id is not None and correlation_id == legacy.probe_id
+        if legacy.check is not None and probe_reply:
+            self._conclude(_ON_RECEIVED, legacy.check_answered(data[4:]))
+        elif legacy.check is not None:
+            self._apply(_ON_RECEIVED, mismatch_verdict(correlation_id, legacy.probe_id, "the check request"))
         elif self._state is _DRAIN and probe_reply:
             self._finish_drain(_ON_RECEIVED, "probe-reply-dropped")
         elif self._state is _DRAIN:
-            verdict = mismatch_verdict(correlation_id, self._probe_id, "the Metadata v0 probe")
+            verdict = mismatch_verdict(correlation_id, legacy.probe_id, "the Metadata v0 probe")
             self._apply(_ON_RECEIVED, verdict)
         elif correlation_id == self._correlation_id:
             self._judge(data[4:])
-        elif probe_reply and self._probe_follows_request:
-            self._judge_probe(data[4:])
+        elif probe_reply and legacy.probe_follows_request:
+            self._conclude(_ON_RECEIVED, legacy.judge_probe(data[4:], self._version))
         elif probe_reply:  # the probe preceded a retry on this connection: its reply is old news
-            self._probe_id = None
+            legacy.probe_id = None
             self._take(_ON_RECEIVED, "probe-reply-dropped")
+        else:
+            self._judge_frame(data, correlation_id)
+
+    def _judge_frame(self, data: bytes, correlation_id: int | None) -> None:
+        """A frame that is no pre-0.10 reply: the ApiVersions answer, or what is wrong with it."""
+        if correlation_id == self._correlation_id:
+            self._judge(data[4:])
         elif sniff_foreign_protocol(data) is not None:
             self._apply(_ON_RECEIVED, foreign_verdict(data))
         elif correlation_id is None:
@@ -401,9 +405,10 @@ class ApiVersionsHandshake(LegacySteps):
     # -- applying judgements ------------------------------------------------------------
 
     def _judge(self, body: bytes) -> None:
-        verdict = judge_reply(body, self._version, self.config, self.identity)
+        verdict = judge_reply(body, self._version, self.config, self.identity, self.headers)
         self._replies_understood += verdict.understood
-        if verdict.response is not None and self._probe_id is not None:
+        legacy = self._legacy
+        if verdict.response is not None and legacy is not None and legacy.probe_id is not None:
             verdict = verdict._replace(outcome="ok-probe-pending")  # drain the probe's reply first
         self._apply(_ON_RECEIVED, verdict)
 
@@ -425,7 +430,7 @@ class ApiVersionsHandshake(LegacySteps):
             )
             self._action = Fail(error, close_connection=still_open)
         elif verdict.response is not None and self._state is _DRAIN:
-            self._answer = self._result(verdict)
+            self._legacy_steps().answer = self._result(verdict)
             self._remember(verdict)
         elif verdict.response is not None:
             self._action = Done(self._result(verdict))
@@ -466,6 +471,40 @@ class ApiVersionsHandshake(LegacySteps):
     def _stand_in(self, release: str, ranges: Mapping[int, VersionRange]) -> HandshakeResult:
         return stand_in_result(release, ranges, self.transcript, self.node, self._detected_release)
 
+    def _legacy_steps(self) -> LegacySteps:
+        """The pre-0.10 part (rules 9 and 10), made the first time a broker is quiet or closes at v0."""
+        if self._legacy is None:
+            from kafkacompat.negotiation.handshake.legacy import LegacySteps  # see legacy's doc
+
+            self._legacy = LegacySteps(self.config)
+        return self._legacy
+
+    def _conclude(self, event: Event, conclusion: Conclusion) -> None:
+        """Apply what a pre-0.10 step showed (see ``legacy.Conclusion``)."""
+        if conclusion.failure is not None:
+            self._apply(event, conclusion.failure)
+            return
+        if conclusion.note is not None:
+            self._notes.append(conclusion.note)
+        release = conclusion.release
+        if release is not None:
+            self._fallback_release, self._detected_release = release, conclusion.detected
+        self._take(event, conclusion.outcome, conclusion.detail, flags=conclusion.flags)
+        if release is not None:
+            assert conclusion.ranges is not None
+            stand_in = self._stand_in(release, conclusion.ranges)
+            self._action = Done(stand_in, needs_new_connection=conclusion.needs_new_connection)
+
+    def _finish_drain(self, event: Event, outcome: str) -> None:
+        """The probe's reply was read (or will never be): the ApiVersions answer stands."""
+        legacy = self._legacy_steps()
+        answer = legacy.answer
+        assert answer is not None  # DRAIN is only entered with an accepted answer
+        legacy.probe_id = None
+        self._take(event, outcome)
+        again = outcome != "probe-reply-dropped"  # the connection is gone, or out of step
+        self._action = Done(replace(answer, transcript=self.transcript), needs_new_connection=again)
+
     # -- moving along the table ---------------------------------------------------------
 
     def _expect(self, event: Event) -> None:
@@ -491,7 +530,8 @@ class ApiVersionsHandshake(LegacySteps):
         flags: tuple[str, ...] = (),
     ) -> None:
         transition = _BY_KEY[(self._state, event, outcome)]
-        checking = self._check is not None and outcome != "closed-at-v0"
+        legacy = self._legacy
+        checking = legacy is not None and legacy.check is not None and outcome != "closed-at-v0"
         draining = self._state is _DRAIN
         if (checking or draining) and event not in PROGRESS_EVENTS and outcome not in PROGRESS_OUTCOMES:
             # After the last ApiVersions attempt (rule 10), or after its answer while the probe's
@@ -499,7 +539,8 @@ class ApiVersionsHandshake(LegacySteps):
             what = "the 0.8.x check ended" if checking else "reading the probe's reply ended"
             self._notes.append(f"{what}: {outcome}" + (f" ({detail})" if detail else ""))
         elif event not in PROGRESS_EVENTS and outcome not in PROGRESS_OUTCOMES:
-            flags, self._probe_flags = self._probe_flags + flags, ()
+            if legacy is not None:
+                flags = legacy.take_flags() + flags
             # A connection that failed to open is numbered as the one being tried.
             connection = self._connections + (self._state is _CONNECT)
             next_step = transition.next_step
@@ -516,23 +557,36 @@ class ApiVersionsHandshake(LegacySteps):
         elif self._state is _SEND:
             self._action = self._send_request()
         elif self._state is _PROBE:
-            self._action = self._send_probe()
+            self._action = self._legacy_steps().probe_request(self._take_correlation_id(), self.headers)
         elif self._state is _RECEIVE:
-            unprobed = self._probed_connection != self._connections and self._check is None
+            unprobed = legacy is None or (
+                legacy.probed_connection != self._connections and legacy.check is None
+            )
             quiet = self.config.quiet_period if unprobed else None
             self._action = ReceiveReply(self._version, self._correlation_id, quiet)
         elif self._state is _DRAIN:
-            assert self._probe_id is not None
-            self._action = ReceiveReply(self._version, self._probe_id)
+            assert legacy is not None and legacy.probe_id is not None
+            self._action = ReceiveReply(self._version, legacy.probe_id)
 
     def _send_request(self) -> SendRequest:
         identity = self.identity
         request = self.config.request(self._version, identity)
         self._correlation_id = cid = self._take_correlation_id()
-        frame = self.config.request_frame(self._version, cid, identity)
+        body = self.config.request_body(self._version, identity)
+        frame = self.headers.frame(API_VERSIONS_KEY, self._version, cid, body)
         return SendRequest(self._version, cid, request, frame)
 
     def _take_correlation_id(self) -> int:
         cid = self._next_correlation_id
         self._next_correlation_id = 0 if cid == _INT32_MAX else cid + 1
         return cid
+
+
+def _step_down(version: int, max_connections: int, connections: int) -> int:
+    """The version to reconnect at after a close at ``version`` (rule 4)."""
+    # v4 (a fix) and v5 (the identity) add nothing a peer that closes on them needs:
+    # a close there goes straight to v3, as a close at v4 did before v5 existed.
+    lower = min(version - 1, FIRST_SOFTWARE_FIELDS_VERSION)
+    left = max_connections - connections
+    # One flexible version lower while a connection is left after it for v0.
+    return lower if lower >= FIRST_SOFTWARE_FIELDS_VERSION and left >= 2 else 0

@@ -4,7 +4,7 @@
 and returns a ``Verdict``: the outcome token of the transition table, what was
 seen, and either the next version to try, the accepted response, or the error
 to fail with.  It keeps no state; the handshake records and applies verdicts.
-Rules 2, 3, 6, 7 and 8 of ``handshake_table`` are carried out here.
+Rules 2, 3, 6, 7 and 8 of ``table`` are carried out here.
 """
 
 from __future__ import annotations
@@ -21,18 +21,21 @@ from kafkacompat.errors import (
     IdentityRefusedError,
     InvalidRequestError,
     KafkaCompatError,
+    ProtocolError,
     ProtocolViolationError,
     RebootstrapRequiredError,
     UnsupportedVersionError,
     WrongProtocolError,
 )
 from kafkacompat.negotiation.capabilities import sealed
-from kafkacompat.negotiation.handshake_config import (
+from kafkacompat.negotiation.handshake.config import (
     CODEC_MAX_VERSION,
     FIRST_SOFTWARE_FIELDS_VERSION,
     HandshakeConfig,
 )
-from kafkacompat.negotiation.handshake_identity import IDENTITY_VERSION, BrokerIdentity
+from kafkacompat.negotiation.handshake.identity import IDENTITY_VERSION, BrokerIdentity
+from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
+from kafkacompat.negotiation.handshake.types import HandshakeResult, quick
 from kafkacompat.protocol.error_codes import (
     INVALID_REQUEST,
     NONE,
@@ -40,11 +43,22 @@ from kafkacompat.protocol.error_codes import (
     UNSUPPORTED_VERSION,
     error_for,
 )
-from kafkacompat.protocol.framing import sniff_foreign_protocol
+from kafkacompat.protocol.framing import DEFAULT_HEADERS, RequestHeaders, sniff_foreign_protocol
 from kafkacompat.protocol.messages import ApiKey, ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["API_VERSIONS_KEY", "Verdict", "api_ranges_of", "first_ranges", "foreign_verdict", "judge_reply"]
+__all__ = [
+    "API_VERSIONS_KEY",
+    "Verdict",
+    "accepted_result",
+    "api_ranges_of",
+    "failure_verdict",
+    "first_ranges",
+    "foreign_verdict",
+    "judge_reply",
+    "mismatch_verdict",
+    "stand_in_result",
+]
 
 API_VERSIONS_KEY: Final = int(ApiKey.API_VERSIONS)  # the key of ApiVersions itself in its own answer
 K = TypeVar("K", int, str)
@@ -89,7 +103,11 @@ _JUDGED_MAX_BYTES: Final = 4096
 
 
 def judge_reply(
-    body: bytes, sent: int, config: HandshakeConfig, identity: BrokerIdentity | None = None
+    body: bytes,
+    sent: int,
+    config: HandshakeConfig,
+    identity: BrokerIdentity | None = None,
+    headers: RequestHeaders = DEFAULT_HEADERS,
 ) -> Verdict:
     """What the reply ``body`` (after the correlation id) to ApiVersions v``sent`` means.
 
@@ -100,7 +118,7 @@ def judge_reply(
     known = _JUDGED.get(key)
     if known is not None:
         return known
-    verdict = _judge_afresh(key[0], sent, config, identity if sent >= IDENTITY_VERSION else None)
+    verdict = _judge_afresh(key[0], sent, config, identity if sent >= IDENTITY_VERSION else None, headers)
     if verdict.outcome == "ok" and verdict.error_type is None and len(body) <= _JUDGED_MAX_BYTES:
         if len(_JUDGED) >= _JUDGED_MAX:
             _JUDGED.clear()
@@ -109,7 +127,7 @@ def judge_reply(
 
 
 def _judge_afresh(
-    body: bytes, sent: int, config: HandshakeConfig, identity: BrokerIdentity | None
+    body: bytes, sent: int, config: HandshakeConfig, identity: BrokerIdentity | None, headers: RequestHeaders
 ) -> Verdict:
     response, layout, problems = _read(body, sent)
     if response is None:
@@ -143,7 +161,7 @@ def _judge_afresh(
             f"the client software name {config.client_software_name!r} or version "
             f"{config.client_software_version!r} sent at v{sent} (KIP-511)"
             if sent >= FIRST_SOFTWARE_FIELDS_VERSION
-            else f"the request header (client id {config.client_id!r})"
+            else f"the request header (client id {headers.client_id!r})"
         )
         return Verdict(
             "invalid-request",
@@ -198,6 +216,18 @@ def _identity_verdict(
         f"{name} (KIP-1242 wants both a cluster id and a node id, or neither)",
         error_fields=fields,
     )
+
+
+def mismatch_verdict(got: int | None, expected: int | None, request: str) -> Verdict:
+    message = f"the reply carries correlation id {got} but {request} had {expected}: out of step"
+    detail = f"correlation id {got}, expected {expected}"
+    return failure_verdict("correlation-mismatch", detail, ProtocolError, message)
+
+
+def failure_verdict(
+    outcome: str, detail: str, error_type: type[KafkaCompatError], message: str, **fields: object
+) -> Verdict:
+    return Verdict(outcome, detail, error_type=error_type, message=message, error_fields=fields)
 
 
 def foreign_verdict(data: bytes) -> Verdict:
@@ -358,3 +388,68 @@ def api_ranges_of(rows: Sequence[ApiVersionsResponse.ApiVersion]) -> Mapping[int
     if len(table) != len(keys):  # a repeated key: its first row wins, as in Kafka's keyed lists
         return first_ranges((row.api_key, row.min_version, row.max_version) for row in rows)
     return sealed(table) if table else _NO_RANGES
+
+
+# -- the two kinds of handshake result: a broker's own answer, or a release's table in its place --
+
+_Result: Final = quick(HandshakeResult)  # once per connect: its quick twin builds it
+
+
+def accepted_result(
+    response: ApiVersionsResponse,
+    layout: int | None,
+    transcript: HandshakeTranscript,
+    node: str | None,
+    api_ranges: Mapping[int, VersionRange] | None,
+    reply: bytes,
+    *,
+    supported_features: Mapping[str, VersionRange] | None = None,
+    finalized_features: Mapping[str, VersionRange] | None = None,
+) -> HandshakeResult:
+    """What the broker answered, read at ``layout``; duplicate keys keep their first entry.
+
+    ``api_ranges`` and the features: the response's, when the caller already read them
+    (judging the reply did).
+    ``reply``: the bytes ``response`` was read from; the result decodes its own copy from
+    them when asked (``response`` may be shared: the memo of judged replies holds it).
+    """
+    return _Result(
+        reply=reply,
+        api_versions_version=layout,
+        api_ranges=api_ranges if api_ranges is not None else api_ranges_of(response.api_keys),
+        supported_features=supported_features
+        if supported_features is not None
+        else first_ranges((f.name, f.min_version, f.max_version) for f in response.supported_features),
+        finalized_features=finalized_features
+        if finalized_features is not None
+        else first_ranges(
+            (f.name, f.min_version_level, f.max_version_level) for f in response.finalized_features
+        ),
+        finalized_features_epoch=response.finalized_features_epoch,
+        throttle_time_ms=response.throttle_time_ms,
+        transcript=transcript,
+        node=node,
+    )
+
+
+def stand_in_result(
+    release: str,
+    ranges: Mapping[int, VersionRange],
+    transcript: HandshakeTranscript,
+    node: str | None,
+    detected_release: str | None,
+) -> HandshakeResult:
+    """No ApiVersions answer: ``release``'s table stands in (pre-0.10 brokers list no features)."""
+    return HandshakeResult(
+        reply=None,
+        api_versions_version=None,
+        api_ranges=ranges,
+        supported_features=first_ranges(()),
+        finalized_features=first_ranges(()),
+        finalized_features_epoch=-1,
+        throttle_time_ms=0,
+        transcript=transcript,
+        fallback_release=release,
+        node=node,
+        detected_release=detected_release,
+    )

@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from kafkacompat.errors import DecodeError
-from kafkacompat.negotiation.handshake_reply import Verdict
-from kafkacompat.protocol.framing import encode_request
+from kafkacompat.negotiation.handshake.reply import Verdict
+from kafkacompat.protocol.framing import RequestHeaders
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.messages import (
     HeartbeatRequest,
@@ -126,8 +126,8 @@ class LegacyCheck:
     def step(self) -> CheckStep:
         return _STEPS[self._index]
 
-    def frame(self, correlation_id: int, client_id: str | None) -> bytes:
-        return encode_request(self.step.request, self.step.version, correlation_id, client_id)
+    def frame(self, correlation_id: int, headers: RequestHeaders) -> bytes:
+        return headers.request(self.step.request, self.step.version, correlation_id)
 
     def answered(self, body: bytes) -> tuple[str | None, DecodeError | None]:
         """(the release named, or None to go on with the next step; a reply that cannot be read)."""
@@ -153,9 +153,9 @@ class LegacyCheck:
         return step.closed, False
 
 
-def probe_frame(correlation_id: int, client_id: str | None) -> bytes:
-    """The Metadata v0 probe: size prefix, header and an empty topic list."""
-    return encode_request(MetadataRequest(topics=[]), _METADATA_V0, correlation_id, client_id)
+def probe_frame(correlation_id: int, headers: RequestHeaders) -> bytes:
+    """The Metadata v0 probe: size prefix, the connection's header and an empty topic list."""
+    return headers.request(MetadataRequest(topics=[]), _METADATA_V0, correlation_id)
 
 
 def judge_probe_reply(body: bytes, api_versions_version: int, correlation_id: int) -> Verdict:
