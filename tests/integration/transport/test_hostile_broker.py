@@ -209,7 +209,7 @@ def test_an_address_metadata_names_is_refused_naming_the_sender(host: str, port:
 )
 def test_an_address_the_user_types_is_refused_without_a_traceback(typed: str) -> None:
     report = client("inspect", typed)
-    assert report["outcome"] == "exit 1"
+    assert report["outcome"] == "exit 2"  # a command line that cannot be used as typed
 
 
 # -- fan-out ------------------------------------------------------------------------------------
