@@ -20,6 +20,7 @@ from kafkacompat.errors import (
     KafkaTimeoutError,
     NoBrokerReachableError,
     PeerClosedError,
+    SilentPeerError,
     TransportError,
     UnsupportedVersionError,
     WrongProtocolError,
@@ -68,19 +69,27 @@ def unreachable(*reasons: Exception) -> NoBrokerReachableError:
     ("error", "config", "starts", "hint"),
     [
         (unreachable(TransportError("connection refused")), PLAIN, "unreachable: h:0: connection", None),
-        (unreachable(KafkaTimeoutError("no answer")), PLAIN, "no answer: ", "add --tls"),
+        # A TLS listener answers plaintext or closes on it (and is asked): no TLS hint for silence.
+        (unreachable(KafkaTimeoutError("no answer")), PLAIN, "no answer: ", None),
         (unreachable(KafkaTimeoutError("no answer")), TLS, "no answer: ", None),
+        (SilentPeerError("the peer accepted the connection but answered nothing"), PLAIN, "no answer: ", None),
         (unreachable(PeerClosedError("closed")), PLAIN, "connection closed: ", "it may require SASL"),
         (unreachable(PeerClosedError("closed")), SASL, "connection closed: ", None),
-        (WrongProtocolError("the peer answered with HTTP"), PLAIN, "not a Kafka broker: ", None),
+        (WrongProtocolError("the peer answered with HTTP", kind="http"), PLAIN, "not a Kafka broker: ", None),
         (
-            WrongProtocolError("the peer answered with a TLS alert"),
+            WrongProtocolError("the peer answered with a TLS alert", kind="tls"),
             PLAIN,
-            "not a Kafka broker: ",
+            "TLS listener: the peer answered with a TLS record",
             "add --tls",
         ),
-        (BrokerTooOldError("closed on v0", node="h:1"), PLAIN, "too old, or not Kafka: h:1 closed", "0.8.2"),
-        (BrokerTooOldError("closed on v0"), TLS, "too old, or not Kafka: ", "--fallback-release 0.8.2"),
+        (
+            BrokerTooOldError("closed on v0", node="h:1"),
+            PLAIN,
+            "not a Kafka broker: the peer closed on ApiVersions, Metadata v0 (every Kafka answers it) "
+            "and a TLS ClientHello",
+            "0.8.2",
+        ),
+        (BrokerTooOldError("closed on v0"), TLS, "not a Kafka broker: ", "--fallback-release 0.8.2"),
         (
             AuthenticationError("SCRAM-SHA-256 authentication as 'u' failed"),
             SASL,
