@@ -72,15 +72,13 @@ SKIPPING_RELEASE: Final = "0.9.0"
 _METADATA_V0: Final = 0
 #: Why a peer that closed on ApiVersions, on Metadata v0 and on a TLS ClientHello is no Kafka broker.
 NOT_KAFKA: Final = (
-    "the connection closed on ApiVersions at every version, on Metadata v0 (which every Kafka release "
-    "answers) and on a TLS ClientHello: not a Kafka broker nor a TLS listener; configure "
-    "fallback_release (e.g. '0.8.2') if it is Kafka all the same"
+    "not a Kafka broker nor a TLS listener: the peer closed on ApiVersions (every version), Metadata v0 "
+    "(every Kafka answers it) and a TLS ClientHello; set fallback_release if it is Kafka"
 )
 #: The same, over TLS: the TLS handshake succeeded, so the peer does speak TLS.
 NOT_KAFKA_OVER_TLS: Final = (
-    "the connection closed on ApiVersions at every version and on Metadata v0 (which every Kafka "
-    "release answers), over TLS: not a Kafka broker; configure fallback_release (e.g. '0.8.2') "
-    "if it is Kafka all the same"
+    "not a Kafka broker: the peer closed on ApiVersions (every version) and Metadata v0 (every Kafka "
+    "answers it), over TLS; set fallback_release if it is Kafka all the same"
 )
 
 
