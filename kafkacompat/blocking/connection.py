@@ -25,7 +25,7 @@ import math
 import threading
 import time
 from types import TracebackType
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from kafkacompat.blocking.sockets import BlockingSocket
 from kafkacompat.connection.client_connection import (
@@ -48,10 +48,13 @@ from kafkacompat.errors import (
 )
 from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake.types import HandshakeResult
 from kafkacompat.negotiation.pipeline_events import PipelineEvent, Stage, Ticket, endings
 from kafkacompat.protocol.message import KafkaRequest, ResponseT
+
+if TYPE_CHECKING:
+    # KIP-1242's identity and memory are the cluster layer's: a connection made alone never loads them.
+    from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 
 __all__ = ["BlockingConnection", "open_blocking_connection"]
 

@@ -90,7 +90,6 @@ from kafkacompat.errors import (
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake import ApiVersionsHandshake
 from kafkacompat.negotiation.handshake.config import CODEC_MAX_VERSION
-from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
 from kafkacompat.negotiation.handshake.types import (
     Connect,
@@ -108,6 +107,9 @@ from kafkacompat.protocol.message import KafkaMessage
 if TYPE_CHECKING:  # the exchange and its messages load when a connection logs in, not before
     from kafkacompat.connection._request_pipeline import RequestPipeline  # loaded by the first request
     from kafkacompat.connection.sasl import SaslLogin
+
+    # KIP-1242's identity and memory are the cluster layer's: a connection made alone never loads them.
+    from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
     from kafkacompat.negotiation.sasl_exchange import Authenticated, SaslExchange
 
 __all__ = [

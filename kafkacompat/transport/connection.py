@@ -37,7 +37,6 @@ from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError, attach_context
 from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake.types import HandshakeResult
 from kafkacompat.negotiation.pipeline_events import PipelineEvent, Ticket, endings
 from kafkacompat.protocol.message import KafkaMessage, KafkaRequest, ResponseT
@@ -47,6 +46,9 @@ from kafkacompat.transport.negotiate import set_up
 
 if TYPE_CHECKING:  # a first negotiation has nothing to compare with: loaded on a reconnect
     from kafkacompat.negotiation.capability_changes import CapabilityChange
+
+    # KIP-1242's identity and memory are the cluster layer's: a connection made alone never loads them.
+    from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 
 __all__ = ["BrokerConnection", "open_connection"]
 

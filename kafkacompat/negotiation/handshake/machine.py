@@ -76,7 +76,6 @@ from kafkacompat.negotiation.handshake.config import (
     HandshakeConfig,
     check_correlation_id,
 )
-from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake.reply import (
     API_VERSIONS_KEY,
     Verdict,
@@ -111,7 +110,11 @@ from kafkacompat.protocol.framing import DEFAULT_HEADERS, RequestHeaders, foreig
 from kafkacompat.protocol.reply_limits import ReplyLimits
 from kafkacompat.protocol.versions import VersionRange
 
-if TYPE_CHECKING:  # loaded when a broker is quiet or closes at v0: see legacy's doc
+if TYPE_CHECKING:
+    # An identity and the memory are the cluster layer's (KIP-1242): a plain connection loads neither.
+    from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
+
+    # Loaded when a broker is quiet or closes at v0: see legacy's doc.
     from kafkacompat.negotiation.handshake.legacy import Conclusion, LegacySteps
 
 __all__ = ["ApiVersionsHandshake"]

@@ -13,7 +13,7 @@ import operator
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Final, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 from kafkacompat.errors import (
     BrokerRejectedError,
@@ -31,9 +31,9 @@ from kafkacompat.negotiation.capabilities import sealed
 from kafkacompat.negotiation.handshake.config import (
     CODEC_MAX_VERSION,
     FIRST_SOFTWARE_FIELDS_VERSION,
+    IDENTITY_VERSION,
     HandshakeConfig,
 )
-from kafkacompat.negotiation.handshake.identity import IDENTITY_VERSION, BrokerIdentity
 from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
 from kafkacompat.negotiation.handshake.types import HandshakeResult, quick
 from kafkacompat.protocol.error_codes import (
@@ -46,6 +46,9 @@ from kafkacompat.protocol.error_codes import (
 from kafkacompat.protocol.framing import DEFAULT_HEADERS, RequestHeaders, foreign_kind
 from kafkacompat.protocol.messages import ApiKey, ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
+
+if TYPE_CHECKING:  # an identity is the cluster layer's (KIP-1242): a plain connection never loads it
+    from kafkacompat.negotiation.handshake.identity import BrokerIdentity
 
 __all__ = [
     "API_VERSIONS_KEY",
