@@ -196,4 +196,19 @@ def as_failure(exc: KafkaCompatError, config: ConnectionConfig, bootstrap: str =
         asked = "ApiVersions, Metadata v0 (every Kafka answers it)"
         asked += " and a TLS ClientHello" if config.tls is None else ", over TLS"
         text = f"{kind}: the peer closed on {asked}"
-    return CommandFailed(text, hint)
+    failure = CommandFailed(text, hint)
+    for note in _details(exc):  # shown with --debug, under the one line
+        failure.add_note(note)
+    return failure
+
+
+def _details(exc: KafkaCompatError) -> list[str]:
+    """What the first contact saw, for ``--debug``: the peer's first bytes, and every attempt."""
+    notes = []
+    first_bytes = getattr(exc, "first_bytes", b"")
+    if first_bytes:
+        notes.append(f"the peer's first bytes: {first_bytes.hex(' ')}")
+    describe = getattr(exc.transcript, "describe", None)
+    if isinstance(exc, WrongProtocolError | SilentPeerError | BrokerTooOldError) and callable(describe):
+        notes.append(str(describe()))
+    return notes
