@@ -291,29 +291,37 @@ def run_command(
     """Run ``line`` (``kafkacompat ...``, ``python ...``, a pipeline of them into ``jq``) from the
     repository; (stdout of its last program then every program's stderr, as lines; the last program's
     exit status, as a shell gives it).  ``path``: directories ahead of the repository on the
-    PYTHONPATH of ``python`` programs."""
+    PYTHONPATH of ``python`` programs.  Every output is a pipe, as subprocess.run's: a command's
+    progress lines stay off, as they do when piped."""
     processes: list[subprocess.Popen[str]] = []
     with ExitStack() as stack:
-        errors = []
         upstream: IO[str] | None = None
         for words in _stages(line):
-            errors.append(stack.enter_context(tempfile.TemporaryFile("w+")))
             process = stack.enter_context(_killed_when_done(subprocess.Popen(
                 _argv(words), cwd=ROOT, env=_environment(variables, _path_of(words, path)), stdin=upstream,
-                stdout=subprocess.PIPE, stderr=errors[-1], text=True,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )))
             if upstream is not None:
                 upstream.close()  # the next program alone reads it: the writer sees it end
             upstream = process.stdout
             processes.append(process)
-        out, _ = processes[-1].communicate(timeout=TIMEOUT)
-        for process in processes[:-1]:
+        # Read by threads while the programs run, so that no pipe fills and blocks its writer.
+        streams = [upstream, *(process.stderr for process in processes)]
+        texts: list[list[str]] = [[] for _ in streams]
+        pairs = zip(streams, texts, strict=True)
+        readers = [threading.Thread(target=_read_all, args=pair, daemon=True) for pair in pairs]
+        for reader in readers:
+            reader.start()
+        for process in processes:
             process.wait(TIMEOUT)
-        said = ""
-        for error in errors:
-            error.seek(0)
-            said += error.read()
-    return (out + said).splitlines(), processes[-1].returncode
+        for reader in readers:
+            reader.join(TIMEOUT)
+    return "".join(text for read in texts for text in read).splitlines(), processes[-1].returncode
+
+
+def _read_all(stream: IO[str] | None, into: list[str]) -> None:
+    assert stream is not None
+    into.append(stream.read())
 
 
 @contextmanager
@@ -325,8 +333,9 @@ def _killed_when_done(process: subprocess.Popen[str]) -> Iterator[subprocess.Pop
         if process.poll() is None:
             process.kill()
             process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
 
 
 class Background:
