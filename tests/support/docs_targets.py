@@ -71,26 +71,21 @@ def target(name: str) -> Iterator[list[str]]:
 
 def free_ports(count: int) -> list[int]:
     """``count`` consecutive TCP ports on 127.0.0.1 that were free a moment ago (``emulate --port P``
-    gives its next brokers P+1, P+2, ...)."""
-    from kafkacompat.testing import free_port
-
+    gives its next brokers P+1, P+2, ...): the OS picks the first, the next ones are tried."""
     if not count:
         return []
     for _ in range(100):
-        first = free_port()
-        ports = list(range(first, first + count))
-        if ports[-1] <= 65535 and all(_bindable(port) for port in ports[1:]):
-            return ports
+        with ExitStack() as held:  # every port held until all are found, then let go together
+            first = held.enter_context(socket.create_server(("127.0.0.1", 0))).getsockname()[1]
+            if first + count - 1 > 65535:
+                continue
+            try:
+                for port in range(first + 1, first + count):
+                    held.enter_context(socket.create_server(("127.0.0.1", port)))
+            except OSError:  # taken: another first port
+                continue
+            return list(range(first, first + count))
     raise RuntimeError(f"docs-check: no {count} consecutive free ports on 127.0.0.1")
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
 
 
 def python_path(name: str) -> list[str]:
