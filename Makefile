@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 DEMO_VENV := .venv-demo
 DEMO_STAMP := $(DEMO_VENV)/.installed
 
-.PHONY: test demo bench soak lint generate check-generated record-frames fuzz fuzz-asan clean profiles real-kafka real-kafka-rolling verdict-table docs docs-check site browser
+.PHONY: test demo bench soak lint generate check-generated record-frames fuzz fuzz-asan clean profiles real-kafka real-kafka-rolling verdict-table docs docs-check site system-tools
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,13 +31,16 @@ lint: $(STAMP)
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m kafkacompat._api_listing --check
 
-test: check-generated lint browser
+test: check-generated lint system-tools
 	$(BIN)/pytest -q -p no:cacheprovider
 
-# Headless Chromium for the documentation site's screenshot test (Debian's package; root, as CI runs).
-browser:
-	command -v chromium >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive \
-		apt-get install -y --no-install-recommends chromium; }
+# The system tools the suite runs, Debian's packages (root, as CI runs): headless Chromium for the
+# documentation site's screenshot test, jq for the doc blocks that pipe through it.
+SYSTEM_TOOLS := chromium jq
+system-tools:
+	missing=$$(for tool in $(SYSTEM_TOOLS); do command -v $$tool >/dev/null || echo $$tool; done); \
+	[ -z "$$missing" ] || { apt-get update && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y --no-install-recommends $$missing; }
 
 $(DEMO_STAMP): pyproject.toml
 	test -x $(DEMO_VENV)/bin/python || $(PYTHON) -m venv $(DEMO_VENV)

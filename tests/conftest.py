@@ -46,6 +46,22 @@ from tests.support.codec_paths import PATHS, compiler_present, on_path  # noqa: 
 
 B = TypeVar("B", bound=BrokerProcess)
 
+# Hypothesis's pytest plugin wraps a parametrized test's settings in one more layer at every
+# case (to add its differing_executors exemption), on the one function object all the cases
+# share.  Past about 950 cases the chain is deeper than Python's recursion limit and, under
+# CI=true (whose profile reads settings.database through the chain), every later case fails
+# with RecursionError.  Each case starts from the settings the test was collected with.
+_SETTINGS_AT_COLLECTION: dict[object, settings] = {}
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    obj = getattr(item, "obj", None)
+    function = getattr(obj, "__func__", obj)
+    if function is None or not getattr(function, "is_hypothesis_test", False):
+        return
+    first = _SETTINGS_AT_COLLECTION.setdefault(function, function._hypothesis_internal_use_settings)
+    function._hypothesis_internal_use_settings = first
+
 
 @pytest.fixture(params=PATHS)
 def each_codec_path(request: pytest.FixtureRequest) -> Iterator[str]:

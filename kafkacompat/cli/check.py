@@ -6,8 +6,9 @@ pipeline write them), ``kafkacompat`` (this library's own profile) or
 them: recordings of one client made in front of different brokers are merged
 into one profile (how it picks each version, which APIs it needs);
 ``--client NAME[@VERSION]`` picks some of the profiles.  The target is a release
-(``--release 4.0 [--kind kraft-broker]``, with a fresh cluster's finalized
-features unless ``--finalized NAME=LEVEL`` says otherwise), a cluster's
+(``--release 4.0``, its kind after a slash or with ``--kind``: ``2.8/kraft``;
+with a fresh cluster's finalized features unless ``--finalized NAME=LEVEL``
+says otherwise), a cluster's
 snapshot file (``--cluster SNAPSHOT.jsonl``: every broker of each cluster, so
 a rolling upgrade is judged node by node), or a live cluster
 (``--bootstrap HOST:PORT``, every broker probed, connected to with the
@@ -31,14 +32,17 @@ from typing import Any
 
 from kafkacompat._version import __version__
 from kafkacompat.cli.connection_options import add_connection_options, resolve_connection, warn_ignored
+from kafkacompat.cli.files import read_text
 from kafkacompat.cli.output import Output
-from kafkacompat.errors import ConfigError, KafkaCompatError
+from kafkacompat.cli.releases import release_option
+from kafkacompat.errors import ConfigError, KafkaCompatError, UsageError
 from kafkacompat.negotiation.lookalikes import identify
 from kafkacompat.negotiation.node_role import looks_like_controller
 from kafkacompat.negotiation.release_guess import guess_release
 from kafkacompat.negotiation.verdicts import BrokerSide, ClientSide, Verdict, client_side, judge, worst
-from kafkacompat.pipeline.client_format import kafkacompat_client_profile, parse_client_line
-from kafkacompat.pipeline.snapshot_format import capabilities_from_snapshot, validate_snapshot
+from kafkacompat.pipeline.bad_lines import bad_line
+from kafkacompat.pipeline.client_format import kafkacompat_client_profile
+from kafkacompat.pipeline.snapshot_format import capabilities_from_snapshot
 from kafkacompat.profiles import MEASURED_PATH
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference import API_NAMES
@@ -66,7 +70,9 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--client", action="append", default=[], metavar="NAME[@VERSION]")
     target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--release", metavar="RELEASE", help="an Apache Kafka release, e.g. 4.0")
+    target.add_argument(
+        "--release", metavar="RELEASE[/KIND]", help="an Apache Kafka release, e.g. 4.0 or 2.8/kraft"
+    )
     target.add_argument("--cluster", type=Path, metavar="SNAPSHOT.jsonl", help="snapshot lines of a cluster")
     target.add_argument("--bootstrap", metavar="HOST:PORT", help="a live cluster (every broker is probed)")
     parser.add_argument("--kind", choices=KINDS, help="with --release (default: kraft-broker from 4.0)")
@@ -113,16 +119,12 @@ def read_profiles(specs: str | Sequence[str]) -> list[dict[str, Any]]:
             profiles.append({**kafkacompat_client_profile(), "obeys_feature_gates": True})
             continue
         path = MEASURED_PATH if spec == "measured" else Path(spec)
-        for number, line in enumerate(_text_lines(path, "profiles"), 1):
-            if not line.strip():
-                continue
-            profile, problems = parse_client_line(line)
-            if profile is None:
-                raise ConfigError(f"{path} line {number} is not a client profile: {'; '.join(problems)}")
+        for number, line in _good_lines(path, "clients", "the profile file"):
+            profile = json.loads(line)
             try:
                 client_side(profile)  # what a verdict reads of it, checked where the line is known
             except ValueError as exc:
-                raise ConfigError(f"{path} line {number} is not a client profile: {exc}") from None
+                raise ConfigError(f"client profile line {number} of {path}: {exc}") from None
             profiles.append(profile)
     try:
         return merge_recorded(profiles)
@@ -130,16 +132,19 @@ def read_profiles(specs: str | Sequence[str]) -> list[dict[str, Any]]:
         raise ConfigError(f"{', '.join(named)}: {exc}") from None
 
 
-def _text_lines(path: Path, what: str) -> list[str]:
-    """The lines of a JSON-lines file; unreadable or binary input is a one-line ``ConfigError``."""
-    try:
-        return path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ConfigError(f"cannot read the {what} {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"the {what} {path} is not text (byte {exc.start} is not UTF-8): JSON lines expected"
-        ) from None
+def _good_lines(path: Path, source: str, what: str) -> list[tuple[int, str]]:
+    """The non-blank lines of a JSON-lines file with their numbers, every one a valid line of ``source``.
+
+    The file is read with the command line's bounded reader (a missing, binary
+    or endless file is a one-line ``ConfigError``); a bad line is one too, naming
+    the fields that made it bad, in the fleet report's words (``bad_line``).
+    """
+    numbered = [(n, line) for n, line in enumerate(read_text(path, what).splitlines(), 1) if line.strip()]
+    for number, line in numbered:
+        problem = bad_line(source, path, number, line)
+        if problem is not None:
+            raise ConfigError(problem)
+    return numbered
 
 
 def _matches(client: ClientSide, wanted: str) -> bool:
@@ -154,18 +159,24 @@ def _parse_levels(values: Sequence[str]) -> dict[str, int]:
     for value in values:
         name, found, level = value.partition("=")
         if not found or not name or not level.isdigit():
-            raise ConfigError(f"--finalized wants NAME=LEVEL, got {value!r}")
+            raise UsageError(f"--finalized wants NAME=LEVEL, got {value!r}")
         levels[name] = int(level)
     return levels
+
+
+def _release_and_kind(spec: str, kind: str | None) -> tuple[str, str | None]:
+    """``--release RELEASE[/KIND]`` checked against the release table (``cli.releases``), with ``--kind``."""
+    release, _, named = release_option(spec, "--release").partition("/")
+    if named and kind and named != kind:
+        raise UsageError(f"--release {spec} names a {named}, --kind a {kind}: give the kind once")
+    return release, named or kind
 
 
 def brokers_for_release(release: str, kind: str | None, finalized: Mapping[str, int]) -> list[BrokerSide]:
     from kafkacompat.testing.emulator.profile import default_features
 
+    release_option(release, "--release", with_kind=False)  # a release the table lacks: the closest named
     kinds = [p.kind for p in RELEASES if p.release == release]
-    if not kinds:
-        known = ", ".join(sorted({p.release for p in RELEASES}, key=lambda r: tuple(map(int, r.split(".")))))
-        raise ConfigError(f"no Kafka {release} in the release table; known releases: {known}")
     chosen = kind or ("zk-broker" if "zk-broker" in kinds else "kraft-broker")
     table = next((p for p in RELEASES if p.release == release and p.kind == chosen), None)
     if table is None:
@@ -180,19 +191,9 @@ def brokers_for_release(release: str, kind: str | None, finalized: Mapping[str, 
 
 def brokers_from_snapshots(path: Path) -> dict[str, list[BrokerSide]]:
     """The latest line of every node, per cluster id."""
-    lines = _text_lines(path, "snapshots")
     latest: dict[tuple[str, int], dict[str, Any]] = {}
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            obj = None
-        problems = validate_snapshot(obj) if obj is not None else ["not JSON"]
-        if problems:
-            raise ConfigError(f"{path} line {number} is not a snapshot: {'; '.join(problems)}")
-        assert isinstance(obj, dict)
+    for _, line in _good_lines(path, "snapshots", "--cluster"):
+        obj = json.loads(line)
         key = (obj["cluster_id"], obj["node_id"])
         if key not in latest or obj["observed_at"] >= latest[key]["observed_at"]:
             latest[key] = obj
@@ -309,11 +310,13 @@ def _text(verdict: Verdict, brokers: Sequence[BrokerSide], client: ClientSide) -
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.release is not None:  # a command line that cannot be used as typed: a usage error, exit 2
+        release, kind = _release_and_kind(args.release, args.kind)
+        levels = _parse_levels(args.finalized)
     try:
         clients = load_clients(args.profile, args.client)
         if args.release is not None:
-            levels = _parse_levels(args.finalized)
-            targets = {f"Kafka {args.release}": brokers_for_release(args.release, args.kind, levels)}
+            targets = {f"Kafka {release}": brokers_for_release(release, kind, levels)}
         elif args.cluster is not None:
             targets = brokers_from_snapshots(args.cluster)
         else:

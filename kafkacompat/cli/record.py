@@ -29,8 +29,8 @@ from typing import Any
 import trio
 
 from kafkacompat.errors import ConfigError, EmulatorConfigError, KafkaCompatError, UsageError
+from kafkacompat.recorder import ProfileWriter, RecordProxy, freeze_start_up
 from kafkacompat.testing.emulator.broker import check_bind_host
-from kafkacompat.transport.record_proxy import ProfileWriter, RecordProxy, freeze_start_up
 
 __all__ = ["check_out", "merge", "parse_address", "register", "run"]
 

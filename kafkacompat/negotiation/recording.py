@@ -401,7 +401,7 @@ def load_response_classes() -> int:
 
     A recorder that loads them at start-up allocates nothing long-lived for them during
     traffic, so what start-up made can be left out of every garbage collection at once
-    (``transport.record_proxy.freeze_start_up``).
+    (``recorder.freeze_start_up``).
     """
     names = [name for (_, kind), name in messages.CLASS_BY_KEY.items() if kind == "response"]
     for name in names:

@@ -44,7 +44,7 @@ from typing import Any
 import trio
 
 from kafkacompat.protocol import framing, messages
-from kafkacompat.transport.record_proxy import ProfileWriter, RecordProxy, freeze_start_up
+from kafkacompat.recorder import ProfileWriter, RecordProxy, freeze_start_up
 
 __all__ = [
     "LoopSteps",

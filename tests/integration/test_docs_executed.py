@@ -20,7 +20,7 @@ def test_every_marked_block_shows_what_runs(capsys: pytest.CaptureFixture[str]) 
     code = docs_check.main([])
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    assert " 0 differ" in captured.out
+    assert " 0 differ; 0 skipped" in captured.out, captured.out  # every marked block ran
 
 
 def test_a_changed_output_is_caught(tmp_path: Path) -> None:
@@ -120,3 +120,46 @@ def test_examples_and_variables_run_as_a_shell_runs_them(tmp_path: Path) -> None
     assert docs_check.main([str(doc)]) == 0
     doc.write_text(f"{marker}\n{fence}\n{block.replace('PW=', 'NOT_PW=')}{fence}\n")
     assert docs_check.main([str(doc)]) == 1  # without the variable: "is not set", not unreachable
+
+
+def test_a_pipeline_through_jq_runs_as_a_shell_runs_it(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    fence, marker = "```", "<!-- docs-check: none -->"
+    block = (
+        "$ kafkacompat check measured --client sarama --release 4.0 --format json "
+        "| jq -r '.verdicts[] | \"\\(.client): \\(.status)\"'\n"
+        "sarama 1.40.1: breaks\nsarama 1.61.1: works\n[exit 0]\n"  # jq's status, not check's 1
+        "$ jq -c 'select(.client == \"sarama\") | .version' kafkacompat/profiles/measured.jsonl\n"
+        '"1.40.1"\n"1.61.1"\n'
+        "$ kafkacompat check measured --release 5.0 | jq .\n"  # check's stderr, jq's empty stdout
+        "kafkacompat check: --release 5.0: no Kafka 5.0 in the release table; the table has 0.8.0 to 4.4\n"
+    )
+    doc.write_text(f"{marker}\n{fence}\n{block}{fence}\n")
+    assert docs_check.main([str(doc)]) == 0
+    doc.write_text(f"{marker}\n{fence}\n{block.replace('1.40.1: breaks', '1.40.1: works')}{fence}\n")
+    assert docs_check.main([str(doc)]) == 1
+    # A quoted | is jq's, not a pipe; only the tools make system-tools installs run after one.
+    assert docs_targets.run_command("jq -n -c '[1, 2] | length'") == (["2"], 0)
+    with pytest.raises(ValueError, match="not 'sh'"):
+        docs_targets.run_command("kafkacompat --version | sh")
+
+
+def test_free_ports_are_consecutive_as_emulate_port_takes_them() -> None:
+    first, *rest = docs_targets.free_ports(3)
+    assert rest == [first + 1, first + 2]
+    with docs_targets.target("none free-port free-port") as addresses:
+        (one, two) = (int(a.rpartition(":")[2]) for a in addresses)
+        assert two == one + 1
+
+
+def test_a_python_client_release_comes_first_on_the_path_of_python_commands() -> None:
+    path = docs_targets.python_path("emulated 3.9 free-port python-client:kafka-python@2.0.2")
+    version = "python -c 'import kafka; print(kafka.__version__)'"
+    assert docs_targets.run_command(version, path=path) == (["2.0.2"], 0)  # not the venv's 3.0.12
+    assert docs_targets.python_path("emulated 3.9 free-port") == []
+    with pytest.raises(ValueError, match="not a Python client release"):
+        docs_targets.python_path("emulated 3.9 python-client:kafka-python@9.9.9")
+    with pytest.raises(ValueError, match="needs an emulated target and a free-port"), docs_targets.target(
+        "emulated 3.9 advertise-free-port"
+    ):
+        pass

@@ -1,6 +1,6 @@
 """The documentation site in a real browser: headless Chromium renders a page and takes its picture.
 
-Chromium is Debian's ``chromium`` package (``make browser`` installs it; ``make
+Chromium is Debian's ``chromium`` package (``make system-tools`` installs it; ``make
 test`` runs that first).  It starts with a fresh profile and nothing that
 reaches the network; the page is the built site's command-line guide, read
 from disk.  The DOM after rendering must hold the page's title and the
@@ -32,7 +32,7 @@ FLAGS = (
 
 def _chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert found, "Chromium is not installed: `make browser` installs Debian's chromium package"
+    assert found, "Chromium is not installed: `make system-tools` installs Debian's chromium package"
     return found
 
 

@@ -1,10 +1,13 @@
 """Docs that are executed: the command blocks of README.md and docs/ are run and compared with what they show.
 
 A block is a fenced code block whose lines start with ``$ kafkacompat ...``
-(or ``$ python examples/NAME.py ...``: the examples run the same way),
-each command followed by what it printed (stdout and stderr, as a terminal
-shows them) and, optionally, its exit status as ``[exit N]``.  The line just
-before the fence says what the commands run against::
+(or ``$ python examples/NAME.py ...`` and ``$ python -m MODULE ...``: examples
+and modules run the same way; or ``$ jq ...``), each command followed by what
+it printed (stdout and stderr, as a terminal shows them) and, optionally, its
+exit status as ``[exit N]``.  A command may pipe its output through ``jq``
+(``... --format json | jq -r '.verdicts[]'``), as a user types it: the
+programs run as a shell runs a pipeline, and the exit status is the last
+one's.  The line just before the fence says what the commands run against::
 
     <!-- docs-check: none -->            no broker (help, usage errors, file errors)
     <!-- docs-check: emulated 2.8 3.0 -->  an emulated cluster of these releases, one broker each
@@ -18,6 +21,8 @@ before the fence says what the commands run against::
     <!-- docs-check: http -->            a peer that is not Kafka (``tests.support.wrong_peers``): a web
                                          server; also ``text``, ``silent``, ``tls``, ``closes``
     <!-- docs-check: emulated 3.9 sasl --> ... requiring SASL: user ``alice``, password ``alice-secret``
+    <!-- docs-check: emulated 3.9 advertise-free-port free-port -->  the broker advertises the free
+                                         port's address, where a ``record --listen`` proxy listens
     <!-- docs-check: skip: REASON -->    not run, for the reason given (a tool the project
                                          does not install)
     <!-- docs-check: file examples/x.py -->  a listing: the block must be that file, as it is
@@ -26,7 +31,12 @@ before the fence says what the commands run against::
 (The targets are started, and the commands run, by ``tests.support.docs_targets``.)
 Any target may end in ``free-port`` words: each adds a loopback address where
 nothing listens yet, after the target's own (for ``emulate --port`` or
-``record --listen``).
+``record --listen``); their ports are consecutive, as ``emulate --port P``
+gives its second broker P+1.  It may name Python client releases,
+``python-client:kafka-python@3.0.12``: they are installed into the cache as
+``make profiles`` installs them (``kafkacompat.profiles.installs``) and put
+first on the path of the block's ``python`` commands.  The tools a pipeline
+uses (``jq``) are Debian packages, installed by ``make system-tools``.
 
 Addresses: each distinct ``127.0.0.1:PORT`` of a block (and each ``--port
 PORT``) stands for the target's next address, in order of first appearance,
@@ -44,8 +54,9 @@ has printed its first line, and when the block's last command is done it
 gets SIGINT (Ctrl-C).  Its output, shown under it, is
 all it printed until it exited.
 
-Before comparing, ports, cluster ids made of ports, times, dates and
-temporary paths are replaced with placeholders on both sides, so a run on
+Before comparing, ports, cluster ids made of ports, times, dates,
+temporary paths and the number of requests ``record`` says it saw are
+replaced with placeholders on both sides, so a run on
 another day and other ports compares equal.  A cut output shows ``[... N
 lines omitted ...]`` (or ``[... N lines omitted: what ...]``): any number of
 lines match it.
@@ -71,7 +82,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.docs_targets import ROOT, Background, Place, run_command, target
+from tests.support.docs_targets import ROOT, Background, Place, python_path, run_command, target
 
 DOCUMENTS = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))
 MARKER = re.compile(r"^<!-- docs-check: (?P<target>[^>]*?) -->$")
@@ -80,10 +91,17 @@ OMITTED = re.compile(r"^\[\.\.\. (\d+) lines omitted(?P<what>: [^\]]*?)? \.\.\.\
 EXIT = re.compile(r"^\[exit (\d+)\]$")
 ADDRESS = re.compile(r"127\.0\.0\.1:\d+")
 BACKGROUND = re.compile(r"\s+&$")
-# "$ kafkacompat ARGV" (or an example script), with environment variables before it as a shell takes them.
+# "$ kafkacompat ARGV" (or an example script, a module, jq), with environment variables before it as a
+# shell takes them.
+_ENVIRONMENT = r"^\$ (?P<environment>(?:[A-Z_][A-Z0-9_]*=\S* )*)"
 COMMAND = re.compile(
-    r"^\$ (?P<environment>(?:[A-Z_][A-Z0-9_]*=\S* )*)(?P<program>kafkacompat|python examples/[\w-]+\.py)"
-    r"(?P<argv>(?: .*)?)$"
+    _ENVIRONMENT
+    + r"(?P<program>kafkacompat|python examples/[\w-]+\.py|python -m [\w.]+|jq)(?P<argv>(?: .*)?)$"
+)
+# What a block that no marker says how to run is counted for ("unmarked"): a kafkacompat command or an
+# example.  Other modules (make bench's, make profiles') run for long minutes and are shown, not run.
+RUNNABLE = re.compile(
+    _ENVIRONMENT + r"(?P<program>kafkacompat|python examples/[\w-]+\.py)(?P<argv>(?: .*)?)$"
 )
 # (pattern, placeholder): what differs from run to run.
 PLACEHOLDERS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -94,6 +112,8 @@ PLACEHOLDERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?"), "TIME"),
     (re.compile(r"\b\d+(\.\d+)? ?(ms|s)\b"), "DURATION"),
     (re.compile(r"/tmp/[^\s'\"]+"), "TMPPATH"),
+    # A recording's request count: heartbeats and metadata refreshes come as the clients' timers fire.
+    (re.compile(r"(\d+ connections, \d+ clients, )\d+ requests\)"), r"\1N requests)"),
 )
 
 
@@ -104,7 +124,7 @@ class Command:
     exit: int | None
     background: bool = False
     environment: str = ""  # "NAME=VALUE ..." before "kafkacompat", as a shell takes it
-    program: str = "kafkacompat"  # or "python examples/NAME.py"
+    program: str = "kafkacompat"  # or "python examples/NAME.py", "python -m MODULE", "jq"
 
     @property
     def line(self) -> str:
@@ -112,9 +132,9 @@ class Command:
         return f"{head} {self.argv}{' &' if self.background else ''}".rstrip()
 
     @property
-    def runs(self) -> str:
-        """What runs: ``kafkacompat`` or the example's path."""
-        return self.program.removeprefix("python ")
+    def shell(self) -> str:
+        """What a shell runs, without the variables and the ``&``: the program, its words, any pipe."""
+        return f"{self.program} {self.argv}".rstrip()
 
     @property
     def variables(self) -> dict[str, str]:
@@ -174,7 +194,7 @@ def unmarked(path: Path) -> list[int]:
             if not inside:
                 marked = number >= 2 and bool(MARKER.match(lines[number - 2]))
             inside = not inside
-        elif inside and not marked and COMMAND.match(line):
+        elif inside and not marked and RUNNABLE.match(line):
             found.append(number)
     return found
 
@@ -232,16 +252,17 @@ def check_block(block: Block, folders: dict[str, Path] | None = None) -> tuple[l
     """(problems, the block's new lines); ``folders``: the document's ``/tmp/NAME`` directories."""
     problems: list[str] = []
     results: list[tuple[list[str], int]] = []
+    path = python_path(block.target)  # installed before the target starts: an install takes minutes
     with ExitStack() as stack:
         place = Place(stack.enter_context(target(block.target)), {} if folders is None else folders)
         running: dict[int, Background] = {}
         try:
             for index, command in enumerate(block.commands):
                 if command.background:
-                    running[index] = Background(place.runnable(command.argv), command.variables, command.runs)
+                    running[index] = Background(place.runnable(command.shell), command.variables, path)
                     results.append(([], 0))
                 else:
-                    results.append(run_command(place.runnable(command.argv), command.variables, command.runs))
+                    results.append(run_command(place.runnable(command.shell), command.variables, path))
         finally:  # the block is done: Ctrl-C to what it left running, in the reverse order
             for index in sorted(running, reverse=True):
                 results[index] = running[index].stop()

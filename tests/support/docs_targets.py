@@ -3,9 +3,12 @@
 ``target(NAME)`` starts what a marker names (``emulated ...``, ``tansu``,
 ``kafka09``, ``noida``, ``librdkafka-mock``, the wrong peers of
 ``wrong_peers``, ``none``; ``free-port`` words add loopback addresses where
-nothing listens) and yields its addresses.  ``Place`` maps the ports a block
-shows to those addresses (and ``/tmp/NAME`` to the document's folders), both
-ways; ``run_command`` runs one command, ``Background`` one that ends in ``&``.
+nothing listens, on consecutive ports, as ``emulate --port`` takes them) and
+yields its addresses.  ``python_path(NAME)`` installs the ``python-client:``
+releases a marker names.  ``Place`` maps the ports a block shows to those
+addresses (and ``/tmp/NAME`` to the document's folders), both ways;
+``run_command`` runs one command line (a pipeline through ``jq`` too),
+``Background`` one that ends in ``&``.
 """
 
 from __future__ import annotations
@@ -14,17 +17,20 @@ import io
 import os
 import re
 import shlex
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
-__all__ = ["SHOWN_PORT", "Background", "Place", "run_command", "target"]
+__all__ = ["SHOWN_PORT", "SYSTEM_TOOLS", "Background", "Place", "python_path", "run_command", "target"]
 
 ROOT = Path(__file__).resolve().parents[2]
 # What stands for one of the target's addresses in a command: an address, or the port of --port.
@@ -37,30 +43,76 @@ SHOWN_PORT = re.compile(
 TEMPORARY = re.compile(r"/tmp/(?P<name>[^/\s'\"]+)")
 TIMEOUT = 120.0
 STOP_TIMEOUT = 30.0  # a background command's wait for its exit after SIGINT
+# The programs a command may pipe into, besides kafkacompat and python: Debian packages that
+# `make system-tools` installs (make test depends on it).
+SYSTEM_TOOLS = ("jq",)
+PYTHON_CLIENT = "python-client:"  # python-client:LIBRARY@RELEASE, a word of any target
+ADVERTISE = "advertise-free-port"  # a word of an emulated target
 
 
 @contextmanager
 def target(name: str) -> Iterator[list[str]]:
-    """The addresses of what ``name`` describes (then its free ports), running while inside."""
+    """The addresses of what ``name`` describes (then its free ports), running while inside.
+
+    ``advertise-free-port`` (one emulated broker): the broker advertises the
+    first free port's address instead of its own, so a recorder listening
+    there (``record --listen``) sees every connection a client makes after
+    bootstrap, as when ``advertised.listeners`` names a proxy.
+    """
     kind, *args = name.split()
-    free = [f"127.0.0.1:{free_port()}" for arg in args if arg == "free-port"]
-    args = [arg for arg in args if arg != "free-port"]
-    with _running(kind, args) as addresses:
+    free = [f"127.0.0.1:{port}" for port in free_ports(args.count("free-port"))]
+    advertise = ADVERTISE in args
+    args = [arg for arg in args if arg not in ("free-port", ADVERTISE) and not arg.startswith(PYTHON_CLIENT)]
+    if advertise and (kind != "emulated" or not free):
+        raise ValueError(f"docs-check: {ADVERTISE} needs an emulated target and a free-port")
+    with _running(kind, args, free[0] if advertise else None) as addresses:
         yield [*addresses, *free]
 
 
-def free_port() -> int:
-    from kafkacompat.testing import free_port as kit_free_port
+def free_ports(count: int) -> list[int]:
+    """``count`` consecutive TCP ports on 127.0.0.1 that were free a moment ago (``emulate --port P``
+    gives its next brokers P+1, P+2, ...): the OS picks the first, the next ones are tried."""
+    if not count:
+        return []
+    for _ in range(100):
+        with ExitStack() as held:  # every port held until all are found, then let go together
+            first = held.enter_context(socket.create_server(("127.0.0.1", 0))).getsockname()[1]
+            if first + count - 1 > 65535:
+                continue
+            try:
+                for port in range(first + 1, first + count):
+                    held.enter_context(socket.create_server(("127.0.0.1", port)))
+            except OSError:  # taken: another first port
+                continue
+            return list(range(first, first + count))
+    raise RuntimeError(f"docs-check: no {count} consecutive free ports on 127.0.0.1")
 
-    return kit_free_port()
+
+def python_path(name: str) -> list[str]:
+    """The directories of the ``python-client:LIBRARY@RELEASE`` releases ``name`` names, installed
+    into the cache by ``kafkacompat.profiles.installs`` as ``make profiles`` installs them: they
+    come first on the path of the block's ``python`` commands."""
+    from kafkacompat.profiles.installs import CLIENTS, install
+    from kafkacompat.profiles.measure import DEFAULT_CACHE
+
+    directories = []
+    for word in name.split():
+        if not word.startswith(PYTHON_CLIENT):
+            continue
+        library, _, release = word.removeprefix(PYTHON_CLIENT).partition("@")
+        found = [c for c in CLIENTS if (c.language, c.library, c.release) == ("python", library, release)]
+        if not found:
+            raise ValueError(f"docs-check: {word}: not a Python client release of profiles/installs.py")
+        directories.append(str(install(found[0], DEFAULT_CACHE)))
+    return directories
 
 
 @contextmanager
-def _running(kind: str, args: Sequence[str]) -> Iterator[list[str]]:
+def _running(kind: str, args: Sequence[str], advertised: str | None = None) -> Iterator[list[str]]:
     if kind == "none":
         yield []
     elif kind == "emulated":
-        with _emulated(args) as addresses:
+        with _emulated(args, advertised) as addresses:
             yield addresses
     elif kind == "tansu":
         from kafkacompat.testing import TansuBroker
@@ -103,8 +155,9 @@ SASL_USERS = {"alice": "alice-secret"}  # the ``sasl`` word of an emulated targe
 
 
 @contextmanager
-def _emulated(args: Sequence[str]) -> Iterator[list[str]]:
-    """The words: ``RELEASE[/KIND]``, ``NAME=LEVEL``, ``epoch=N``, ``nodeN:...`` (one node) and ``sasl``."""
+def _emulated(args: Sequence[str], advertised: str | None = None) -> Iterator[list[str]]:
+    """The words: ``RELEASE[/KIND]``, ``NAME=LEVEL``, ``epoch=N``, ``nodeN:...`` (one node) and ``sasl``;
+    ``advertised``: the address its one broker advertises instead of its own."""
     from kafkacompat.testing import SaslConfig, ThreadedCluster
     from kafkacompat.testing.emulator.state import FeatureSnapshot
 
@@ -135,7 +188,11 @@ def _emulated(args: Sequence[str]) -> Iterator[list[str]]:
         for node_id, seen in held.items():
             levels = {name: level for name, level in seen.items() if name != "epoch"}
             cluster.broker(node_id).hold_features(FeatureSnapshot(seen["epoch"], levels))
-        yield cluster.addresses
+        addresses = cluster.addresses  # where the brokers listen, whatever they advertise
+        if advertised is not None:
+            (broker,) = cluster.brokers
+            broker.node.port = int(advertised.rpartition(":")[2])
+        yield addresses
 
 
 @dataclass
@@ -184,35 +241,108 @@ class Place:
         return shown
 
 
-def _environment(variables: dict[str, str] | None = None) -> dict[str, str]:
-    return {**os.environ, "COLUMNS": "80", "PYTHONPATH": str(ROOT), "NO_COLOR": "1", **(variables or {})}
+def _environment(variables: dict[str, str] | None = None, path: Sequence[str] = ()) -> dict[str, str]:
+    python_path = os.pathsep.join([*path, str(ROOT)])
+    return {**os.environ, "COLUMNS": "80", "PYTHONPATH": python_path, "NO_COLOR": "1", **(variables or {})}
 
 
-def _argv(command: str, program: str = "kafkacompat") -> list[str]:
-    """``kafkacompat COMMAND`` (or an example script's) as this interpreter runs it."""
-    head = ["-m", "kafkacompat.cli"] if program == "kafkacompat" else [program]
-    return [sys.executable, *head, *shlex.split(command, comments=True)]
+def _path_of(words: Sequence[str], path: Sequence[str]) -> Sequence[str]:
+    """The client releases go in front of ``python`` programs only: kafkacompat keeps its own packages."""
+    return path if words[:1] == ["python"] else ()
+
+
+def _stages(line: str) -> list[list[str]]:
+    """A command line's programs, split at each ``|`` outside quotes, as a shell splits a pipeline."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars="|")
+    lexer.whitespace_split = True
+    stages: list[list[str]] = [[]]
+    for word in lexer:
+        if word == "|":
+            stages.append([])
+        else:
+            stages[-1].append(word)
+    return stages
+
+
+def _argv(words: Sequence[str]) -> list[str]:
+    """One program of a command line as this interpreter runs it: ``kafkacompat``, ``python``, a tool."""
+    program, *rest = words or [""]
+    if program == "kafkacompat":
+        return [sys.executable, "-m", "kafkacompat.cli", *rest]
+    if program == "python":
+        return [sys.executable, *rest]
+    if program not in SYSTEM_TOOLS:
+        tools = ", ".join(SYSTEM_TOOLS)
+        raise ValueError(f"docs-check runs kafkacompat, python and {tools}, not {program!r}")
+    found = shutil.which(program)
+    if found is None:
+        raise RuntimeError(f"{program} is not installed: `make system-tools` installs Debian's {program}")
+    return [found, *rest]
 
 
 def run_command(
-    command: str, variables: dict[str, str] | None = None, program: str = "kafkacompat"
+    line: str, variables: dict[str, str] | None = None, path: Sequence[str] = ()
 ) -> tuple[list[str], int]:
-    done = subprocess.run(
-        _argv(command, program), cwd=ROOT, env=_environment(variables), capture_output=True, text=True,
-        timeout=TIMEOUT, check=False,
-    )
-    return (done.stdout + done.stderr).splitlines(), done.returncode
+    """Run ``line`` (``kafkacompat ...``, ``python ...``, a pipeline of them into ``jq``) from the
+    repository; (stdout of its last program then every program's stderr, as lines; the last program's
+    exit status, as a shell gives it).  ``path``: directories ahead of the repository on the
+    PYTHONPATH of ``python`` programs.  Every output is a pipe, as subprocess.run's: a command's
+    progress lines stay off, as they do when piped."""
+    processes: list[subprocess.Popen[str]] = []
+    with ExitStack() as stack:
+        upstream: IO[str] | None = None
+        for words in _stages(line):
+            process = stack.enter_context(_killed_when_done(subprocess.Popen(
+                _argv(words), cwd=ROOT, env=_environment(variables, _path_of(words, path)), stdin=upstream,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )))
+            if upstream is not None:
+                upstream.close()  # the next program alone reads it: the writer sees it end
+            upstream = process.stdout
+            processes.append(process)
+        # Read by threads while the programs run, so that no pipe fills and blocks its writer.
+        streams = [upstream, *(process.stderr for process in processes)]
+        texts: list[list[str]] = [[] for _ in streams]
+        pairs = zip(streams, texts, strict=True)
+        readers = [threading.Thread(target=_read_all, args=pair, daemon=True) for pair in pairs]
+        for reader in readers:
+            reader.start()
+        for process in processes:
+            process.wait(TIMEOUT)
+        for reader in readers:
+            reader.join(TIMEOUT)
+    return "".join(text for read in texts for text in read).splitlines(), processes[-1].returncode
+
+
+def _read_all(stream: IO[str] | None, into: list[str]) -> None:
+    assert stream is not None
+    into.append(stream.read())
+
+
+@contextmanager
+def _killed_when_done(process: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
+    """``process``, killed if it is still running when the command is over (a timeout, an error)."""
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
 
 
 class Background:
     """A command run as with ``&``: started, waited for until its first line, stopped with SIGINT."""
 
-    def __init__(
-        self, command: str, variables: dict[str, str] | None = None, program: str = "kafkacompat"
-    ) -> None:
+    def __init__(self, line: str, variables: dict[str, str] | None = None, path: Sequence[str] = ()) -> None:
+        stages = _stages(line)
+        if len(stages) != 1:
+            raise ValueError(f"docs-check: a command run with & is one program, not a pipeline: {line}")
         self.process = subprocess.Popen(
-            _argv(command, program), cwd=ROOT, env=_environment(variables), stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True,
+            _argv(stages[0]), cwd=ROOT, env=_environment(variables, _path_of(stages[0], path)),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         self.stdout: list[str] = []
         self.stderr: list[str] = []

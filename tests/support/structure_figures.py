@@ -36,7 +36,7 @@ except ImportError:  # a checkout from before the one list: the same paths
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "kafkacompat"
-ABOVE_DRIVERS = ("testing", "cli", "pipeline", "profiles", "_codegen")
+ABOVE_DRIVERS = ("testing", "recorder", "cli", "pipeline", "profiles", "_codegen")
 
 
 def module_name(path: Path) -> str:

@@ -27,8 +27,8 @@ import trio
 
 from kafkacompat.negotiation.recording import MAX_CLIENTS
 from kafkacompat.pipeline.client_format import validate_client_profile
+from kafkacompat.recorder import ProfileWriter
 from kafkacompat.testing.record_load import LoopSteps, frozen_start_up, record_in_process, request_frame
-from kafkacompat.transport.record_proxy import ProfileWriter
 
 FULL_COLLECTION_BOUND = 0.010  # seconds of CPU: the longest full collection during the load
 

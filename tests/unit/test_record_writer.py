@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from kafkacompat.negotiation.recording import ProfileBook, WireRecorder
-from kafkacompat.transport.record_proxy import ProfileWriter, write_lines
+from kafkacompat.recorder import ProfileWriter, write_lines
 
 
 def _book(*client_ids: str) -> ProfileBook:
