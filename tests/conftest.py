@@ -57,10 +57,10 @@ _SETTINGS_AT_COLLECTION: dict[object, settings] = {}
 def pytest_runtest_setup(item: pytest.Item) -> None:
     obj = getattr(item, "obj", None)
     function = getattr(obj, "__func__", obj)
-    if function is None or not getattr(function, "is_hypothesis_test", False):
+    collected = getattr(function, "_hypothesis_internal_use_settings", None)
+    if collected is None:  # not a @given test (a stateful machine's runTest has no such layer)
         return
-    first = _SETTINGS_AT_COLLECTION.setdefault(function, function._hypothesis_internal_use_settings)
-    function._hypothesis_internal_use_settings = first
+    function._hypothesis_internal_use_settings = _SETTINGS_AT_COLLECTION.setdefault(function, collected)
 
 
 @pytest.fixture(params=PATHS)
