@@ -58,7 +58,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     obj = getattr(item, "obj", None)
     function = getattr(obj, "__func__", obj)
     collected = getattr(function, "_hypothesis_internal_use_settings", None)
-    if collected is None:  # not a @given test (a stateful machine's runTest has no such layer)
+    # not a @given test (a stateful machine's runTest has no such layer)
+    if function is None or collected is None:
         return
     function._hypothesis_internal_use_settings = _SETTINGS_AT_COLLECTION.setdefault(function, collected)
 
