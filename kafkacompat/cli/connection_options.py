@@ -458,7 +458,8 @@ def resolve_connection(
         policy=build_policy(args),
         tls=tls,
         sasl=sasl,
-        retry=RetryPolicy(attempts=args.retries),
+        # an inspector wants its answer now: a silent peer is named, not waited for
+        retry=RetryPolicy(attempts=args.retries, retry_silent_peers=False),
     )
     ignored = tuple(sorted(k for k in props if k not in _READ_KEYS))
     return ConnectionOptions(bootstrap, config, protocol, redactor, ignored, controllers)

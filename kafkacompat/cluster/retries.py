@@ -9,11 +9,11 @@ plus up to ``jitter`` at random.  The sleep is passed in (``trio.sleep`` or
 trio's autojump clock.
 
 What is retried is an error a new attempt could change (``worth_retrying``):
-a transport failure or a timeout, but not a peer that stayed silent to a
-connection's first requests (``SilentPeerError``).  That peer was given
-``first_contact_timeout`` already and, unless it was starting up or stalled,
-is silent again on the next attempt; waiting longer for such a broker is what
-a longer ``first_contact_timeout`` is for, not the retry budget.
+a transport failure or a timeout.  A peer that stayed silent to a connection's
+first requests (``SilentPeerError``) is retried only under the policy's
+``retry_silent_peers``: a Kafka broker starting up is silent until it serves
+(an application waits for it), a wrong port is silent for good (the CLI, which
+wants its answer now, does not retry it).
 
 A loop given the caller's deadline (on the loop's clock) spends the caller's
 budget, not a budget of its own, and never starts an attempt it cannot
@@ -47,9 +47,11 @@ def backoff(policy: RetryPolicy) -> tenacity.wait.wait_base:
     ) + tenacity.wait_random(0, policy.jitter)
 
 
-def worth_retrying(exc: BaseException, retry_on: Retried) -> bool:
+def worth_retrying(exc: BaseException, retry_on: Retried, policy: RetryPolicy) -> bool:
     """``exc`` is of ``retry_on`` and a new attempt could change it (see the module documentation)."""
-    return isinstance(exc, retry_on) and not isinstance(exc, SilentPeerError)
+    if isinstance(exc, SilentPeerError):
+        return policy.retry_silent_peers and isinstance(exc, retry_on)
+    return isinstance(exc, retry_on)
 
 
 def retrying(
@@ -68,7 +70,7 @@ def retrying(
     return tenacity.AsyncRetrying(
         stop=_stop(policy.attempts, deadline, clock),
         wait=backoff(policy),
-        retry=tenacity.retry_if_exception(lambda exc: worth_retrying(exc, retry_on)),
+        retry=tenacity.retry_if_exception(lambda exc: worth_retrying(exc, retry_on, policy)),
         sleep=sleep,
         reraise=True,
     )

@@ -97,12 +97,21 @@ class SaslConfig:
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """Exponential backoff with jitter, bounded; used for transport and retriable errors."""
+    """Exponential backoff with jitter, bounded; used for transport and retriable errors.
+
+    ``retry_silent_peers``: a peer that accepted the connection and answered nothing within
+    ``first_contact_timeout`` (``SilentPeerError``) is tried again.  Real Kafka binds its
+    listener before it serves requests (while it joins its cluster and catches up), so a
+    broker starting up is silent exactly as a wrong port is; an application waits for it,
+    as Kafka's own clients do.  A diagnostic tool that wants the answer now sets it False
+    (the CLI does).
+    """
 
     attempts: int = 5
     initial_backoff: float = 0.05
     max_backoff: float = 1.0
     jitter: float = 0.05
+    retry_silent_peers: bool = True
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
@@ -152,7 +161,7 @@ class ConnectionConfig:
     call_timeout: float = 60.0
     #: The seconds a peer that accepted a connection may say nothing at all to its first
     #: requests (ApiVersions, and the Metadata v0 written after it for brokers before 0.10)
-    #: before it is named silent (``SilentPeerError``, not retried): a Kafka broker that is up
+    #: before it is named silent (``SilentPeerError``; see ``RetryPolicy``): a Kafka broker that is up
     #: answers at once, and a wrong port should not cost a whole ``request_timeout``.  Raise it
     #: to wait for a broker that may be starting up or stalled; None: ``request_timeout`` alone.
     first_contact_timeout: float | None = 5.0

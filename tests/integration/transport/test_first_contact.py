@@ -12,9 +12,13 @@ asyncio and blocking connection, and a trio, asyncio and blocking cluster.
 Each must end in one typed error of the right kind (``WrongProtocolError``
 with its ``kind``, ``SilentPeerError``, ``BrokerTooOldError``,
 ``TransportError``), a sentence under 200 characters, within ``FEW_SECONDS``
-(the silent port after ``first_contact_timeout``, not before, and never
-retried: it costs one first contact, not the retry budget).  The cases run
-side by side in threads, so the module costs about one silent port.
+(the silent port after ``first_contact_timeout``, not before).  A connection
+makes one attempt; the clusters here are told not to retry silence
+(``RetryPolicy(retry_silent_peers=False)``, what the CLI does), so silence costs
+one first contact, not the retry budget.  By default a cluster waits for a silent
+peer, as for a Kafka broker starting up, and gets it once it answers (the last
+tests).  The cases run side by side in threads, so the module costs about one
+silent port.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import trio
 import kafkacompat
 import kafkacompat.aio
 from kafkacompat.blocking.connection import open_blocking_connection
-from kafkacompat.connection.config import DEFAULT_CONFIG
+from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig, RetryPolicy
 from kafkacompat.errors import (
     BrokerTooOldError,
     KafkaCompatError,
@@ -41,14 +45,18 @@ from kafkacompat.errors import (
     TransportError,
     WrongProtocolError,
 )
+from kafkacompat.testing.tansu import TansuBroker
 from kafkacompat.transport.connection import open_connection
 from kafkacompat.transport.sync import connect_sync
 from tests.support import wrong_peers
+from tests.support.fault_proxy import Fault, fault_proxy
+from tests.support.trio_thread import in_trio_thread
 
 FIRST_CONTACT = DEFAULT_CONFIG.first_contact_timeout
 assert FIRST_CONTACT is not None
 FEW_SECONDS = FIRST_CONTACT + 3.0  # a loaded machine's slack beyond the silent port's deadline
 QUICK = 2.0  # every peer that answers, closes or refuses is named at once; slack for load
+NOT_WAITING = ConnectionConfig(retry=RetryPolicy(retry_silent_peers=False))
 
 
 @dataclass(frozen=True)
@@ -93,7 +101,7 @@ def _blocking_connection(host: str, port: int) -> None:
 
 def _trio_cluster(host: str, port: int) -> None:
     async def main() -> None:
-        async with kafkacompat.connect(f"{host}:{port}"):
+        async with kafkacompat.connect(f"{host}:{port}", NOT_WAITING):
             pass
 
     trio.run(main)
@@ -101,14 +109,14 @@ def _trio_cluster(host: str, port: int) -> None:
 
 def _asyncio_cluster(host: str, port: int) -> None:
     async def main() -> None:
-        async with kafkacompat.aio.connect(f"{host}:{port}"):
+        async with kafkacompat.aio.connect(f"{host}:{port}", NOT_WAITING):
             pass
 
     asyncio.run(main())
 
 
 def _blocking_cluster(host: str, port: int) -> None:
-    with connect_sync(f"{host}:{port}"):
+    with connect_sync(f"{host}:{port}", NOT_WAITING):
         pass
 
 
@@ -175,3 +183,58 @@ def _faults(expected: Expected, error: BaseException | None, took: float, peer: 
     if peer == "a silent port" and took < FIRST_CONTACT:
         faults.append(f"named silent after {took:.1f} s, before its first contact's deadline")
     return faults
+
+
+# -- a silent broker that starts answering ---------------------------------------------
+
+
+@pytest.fixture
+def starting_broker(tansu: TansuBroker) -> Iterator[tuple[str, int]]:
+    """An address whose first connection is silent (a broker whose listener is bound before it
+    serves, as real Kafka's is while it starts), and whose later connections reach Tansu."""
+    silent_first = Fault.stall_after(0, connections=[1])
+    with in_trio_thread(lambda: fault_proxy((tansu.host, tansu.port), to_client=[silent_first])) as proxy:
+        yield proxy.value.address
+
+
+@pytest.mark.parametrize("retry_silent_peers", [True, False], ids=["default", "not-waiting"])
+@pytest.mark.parametrize("entry", ["trio cluster", "asyncio cluster", "blocking cluster"])
+def test_a_cluster_waits_for_a_silent_broker_only_when_told(
+    starting_broker: tuple[str, int], entry: str, retry_silent_peers: bool
+) -> None:
+    host, port = starting_broker
+    config = ConnectionConfig(
+        first_contact_timeout=0.5, retry=RetryPolicy(retry_silent_peers=retry_silent_peers)
+    )
+    error, took = _attempt(CLUSTERS[entry](config), f"{host}:{port}")
+    if retry_silent_peers:  # RetryPolicy's default: the second connection is served
+        assert error is None, f"{type(error).__name__}: {error}"
+    else:  # named at the first silence, not retried
+        assert isinstance(error, SilentPeerError), f"{type(error).__name__}: {error}"
+    assert took < 0.5 + QUICK
+
+
+def _cluster_entry(kind: str) -> Callable[[ConnectionConfig], Callable[[str, int], None]]:
+    def bind(config: ConnectionConfig) -> Callable[[str, int], None]:
+        def entry(host: str, port: int) -> None:
+            address = f"{host}:{port}"
+            if kind == "blocking":
+                with connect_sync(address, config):
+                    return
+
+            async def main() -> None:
+                connect = kafkacompat.connect if kind == "trio" else kafkacompat.aio.connect
+                async with connect(address, config):
+                    pass
+
+            if kind == "trio":
+                trio.run(main)
+            else:
+                asyncio.run(main())
+
+        return entry
+
+    return bind
+
+
+CLUSTERS = {f"{kind} cluster": _cluster_entry(kind) for kind in ("trio", "asyncio", "blocking")}

@@ -33,7 +33,11 @@ def test_kafka_and_unknown_binary_bytes_are_not_named(reply: bytes) -> None:
 @pytest.mark.parametrize(
     ("reply", "kind", "says"),
     [
-        (b"HTTP/1.0 400 Bad request\r\n\r\n", "http", "not a Kafka broker: the peer answered in HTTP (HTTP/1.0 400"),
+        (
+            b"HTTP/1.0 400 Bad request\r\n\r\n",
+            "http",
+            "not a Kafka broker: the peer answered in HTTP (HTTP/1.0 400",
+        ),
         (b"<!DOCTYPE HTML>\n<html>", "http", "the peer answered in HTTP (<!DOCTYPE HTML>)"),
         (b"<html><body>", "http", "the peer answered in HTTP"),
         (b"\x15\x03\x03\x00\x02\x02\x32", "tls", "TLS listener: the peer answered with a TLS record"),
@@ -66,7 +70,7 @@ def test_silence_says_how_long_and_what_was_asked() -> None:
 
 
 def test_the_client_hello_is_one_tls_record_holding_a_client_hello() -> None:
-    record_type, major, minor, length = struct.unpack(">BBBH", TLS_CLIENT_HELLO[:5])
+    record_type, major, _minor, length = struct.unpack(">BBBH", TLS_CLIENT_HELLO[:5])
     assert (record_type, major) == (22, 3) and length == len(TLS_CLIENT_HELLO) - 5
     assert TLS_CLIENT_HELLO[5] == 1  # ClientHello
     assert int.from_bytes(TLS_CLIENT_HELLO[6:9], "big") == length - 4
