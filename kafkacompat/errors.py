@@ -12,10 +12,11 @@ families, and callers are expected to catch a family rather than a leaf:
       NegotiationError     the two sides cannot agree on how to talk
         UnsupportedVersionError  no version both sides and the policy allow
         BrokerTooOldError        no Kafka answer at all: closed on ApiVersions and on Metadata v0
-        WrongProtocolError       the peer speaks TLS, HTTP or something else
+        WrongProtocolError       the peer speaks TLS, HTTP, SSH, text or something else
         WrongEndpointError       a broker where a KRaft controller was asked for, or the reverse
       TransportError       the connection itself failed (refused, reset, closed)
       KafkaTimeoutError    a deadline passed; silence is never a downgrade signal
+        SilentPeerError      the peer accepted the connection and answered nothing at all
       AuthenticationError  TLS verification or SASL failed
       ConfigError          a configuration value or argument that cannot work (also a ValueError)
         InvalidAddressError  a host or port (typed by the user or named by a broker) that cannot be used
@@ -83,6 +84,7 @@ __all__ = [
     "RebootstrapRequiredError",
     "ReleaseDownloadError",
     "ReplyTooLargeError",
+    "SilentPeerError",
     "TransportError",
     "UnknownBrokerError",
     "UnsupportedVersionError",
@@ -173,7 +175,25 @@ class BrokerTooOldError(NegotiationError):
 
 
 class WrongProtocolError(NegotiationError):
-    """The peer answered with bytes of another protocol (TLS, HTTP, ...)."""
+    """The peer answered with bytes of another protocol (TLS, HTTP, SSH, text, ...).
+
+    ``kind`` names what answered (``"tls"``, ``"http"``, ``"ssh"``, ``"text"``;
+    ``"other"`` when it is not recognised); ``first_bytes`` holds the first
+    bytes it sent (at most 64), for a report's details.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str = "other",
+        first_bytes: bytes = b"",
+        node: str | None = None,
+        transcript: Any = None,
+    ) -> None:
+        super().__init__(message, node=node, transcript=transcript)
+        self.kind = kind
+        self.first_bytes = first_bytes
 
 
 class WrongEndpointError(NegotiationError):
@@ -200,6 +220,22 @@ class VersionRemovedError(TransportError):
 
 class KafkaTimeoutError(KafkaCompatError):
     """A deadline passed before the broker answered."""
+
+
+class SilentPeerError(KafkaTimeoutError):
+    """The peer accepted the connection and sent not one byte back, by its deadline.
+
+    A running Kafka broker of any release answers the first requests of a
+    connection (ApiVersions, or the Metadata v0 written after it) at once; a
+    peer that stays silent is no Kafka listener, or a broker that is starting
+    up or stalled.  ``waited`` is how long it was given (seconds), when known.
+    """
+
+    def __init__(
+        self, message: str, *, waited: float | None = None, node: str | None = None, transcript: Any = None
+    ) -> None:
+        super().__init__(message, node=node, transcript=transcript)
+        self.waited = waited
 
 
 class AuthenticationError(KafkaCompatError):

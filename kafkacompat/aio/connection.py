@@ -39,6 +39,7 @@ from kafkacompat.connection.client_connection import (
     SetupFailed,
     Write,
     require_request,
+    setup_budget,
 )
 from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.connection.os_errors import translate_os_error
@@ -49,13 +50,15 @@ from kafkacompat.errors import (
 )
 from kafkacompat.negotiation.addresses import check_address, literal_version
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake.types import HandshakeResult
 from kafkacompat.negotiation.pipeline_events import PipelineEvent, Ticket, endings
 from kafkacompat.protocol.message import KafkaMessage, KafkaRequest, ResponseT
 
 if TYPE_CHECKING:  # a first negotiation has nothing to compare with: loaded on a reconnect
     from kafkacompat.negotiation.capability_changes import CapabilityChange
+
+    # KIP-1242's identity and memory are the cluster layer's: a connection made alone never loads them.
+    from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 
 __all__ = ["BrokerConnection", "open_connection"]
 
@@ -107,10 +110,14 @@ class BrokerConnection:
 
     # -- lifecycle ----------------------------------------------------------------------
 
-    async def open(self) -> BrokerCapabilities:
-        """Connect, negotiate and authenticate."""
+    # ASYNC109: the bound is the connection's own (next_step's overall), so that running out ends
+    # the step with the typed error that names it; a cancel scope around open() would not.
+    async def open(self, *, timeout: float | None = None) -> BrokerCapabilities:  # noqa: ASYNC109
+        """Connect, negotiate and authenticate, all of it within ``timeout`` seconds (default:
+        the config's ``call_timeout``); each step has its own bound too."""
         if self._protocol is not None and not self._closed:
             raise TransportError("this connection is already open", node=self.node)
+        overall = asyncio.get_running_loop().time() + setup_budget(self.config, timeout)
         self._closed = False
         protocol = ClientConnection(
             self.config,
@@ -119,7 +126,7 @@ class BrokerConnection:
             identity=self.identity,
             api_versions_memory=self.api_versions_memory,
         )
-        ready = await self._set_up(protocol)
+        ready = await self._set_up(protocol, overall)
         channel = self._channel
         if isinstance(channel, SocketChannel):  # a write it finishes later may fail with nobody waiting
             channel.on_failure = functools.partial(self._write_failed, protocol)
@@ -133,10 +140,11 @@ class BrokerConnection:
         self._read_task = None
         return ready.capabilities
 
-    async def reconnect(self) -> BrokerCapabilities:
-        """Close and negotiate again; the new capabilities replace the old ones."""
+    async def reconnect(self, *, timeout: float | None = None) -> BrokerCapabilities:  # noqa: ASYNC109
+        """Close and negotiate again, within ``timeout`` as ``open``; the new capabilities
+        replace the old ones."""
         await self.aclose()
-        return await self.open()
+        return await self.open(timeout=timeout)
 
     async def aclose(self) -> None:
         """Close; every request still in flight fails with a TransportError."""
@@ -204,8 +212,9 @@ class BrokerConnection:
 
     # -- driving the sans-I/O connection ------------------------------------------------
 
-    async def _set_up(self, protocol: ClientConnection) -> Ready:
-        """Drive ``protocol`` through its setup, each step within the instant it gives."""
+    async def _set_up(self, protocol: ClientConnection, overall: float) -> Ready:
+        """Drive ``protocol`` through its setup, each step within the instant it gives, all of
+        it by ``overall`` (the loop's clock)."""
         now = asyncio.get_running_loop().time
         try:
             while True:
@@ -215,7 +224,7 @@ class BrokerConnection:
                 try:
                     async with asyncio.timeout(None) as scope:
                         while True:
-                            step = protocol.next_step(now())
+                            step = protocol.next_step(now(), overall=overall)
                             action = step.action
                             if isinstance(action, Read):
                                 assert self._channel is not None
@@ -369,11 +378,20 @@ class BrokerConnection:
 
 @asynccontextmanager
 async def open_connection(
-    host: str, port: int, config: ConnectionConfig | None = None, *, node_id: int | None = None
+    host: str,
+    port: int,
+    config: ConnectionConfig | None = None,
+    *,
+    node_id: int | None = None,
+    timeout: float | None = None,  # noqa: ASYNC109 (the connection's own bound: see open)
 ) -> AsyncIterator[BrokerConnection]:
-    """``async with open_connection(host, port) as conn:`` negotiated, then closed."""
+    """``async with open_connection(host, port) as conn:`` negotiated, then closed.
+
+    ``timeout`` bounds connecting, negotiating and authenticating together (default: the
+    config's ``call_timeout``).
+    """
     connection = BrokerConnection(host, port, config, node_id=node_id)
-    await connection.open()
+    await connection.open(timeout=timeout)
     try:
         yield connection
     finally:

@@ -25,7 +25,7 @@ import math
 import threading
 import time
 from types import TracebackType
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from kafkacompat.blocking.sockets import BlockingSocket
 from kafkacompat.connection.client_connection import (
@@ -35,6 +35,7 @@ from kafkacompat.connection.client_connection import (
     SetupFailed,
     Write,
     require_request,
+    setup_budget,
 )
 from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.errors import (
@@ -47,10 +48,13 @@ from kafkacompat.errors import (
 )
 from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake.types import HandshakeResult
 from kafkacompat.negotiation.pipeline_events import PipelineEvent, Stage, Ticket, endings
 from kafkacompat.protocol.message import KafkaRequest, ResponseT
+
+if TYPE_CHECKING:
+    # KIP-1242's identity and memory are the cluster layer's: a connection made alone never loads them.
+    from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 
 __all__ = ["BlockingConnection", "open_blocking_connection"]
 
@@ -113,9 +117,10 @@ class BlockingConnection:
     # -- lifecycle ----------------------------------------------------------------------
 
     def open(self, *, timeout: float | None = None) -> BrokerCapabilities:
-        """Connect, negotiate and authenticate; ``timeout`` bounds all of it (by default
-        each step has its own: connect_timeout, request_timeout)."""
-        overall = _overall_deadline(timeout)
+        """Connect, negotiate and authenticate, all of it within ``timeout`` seconds (default:
+        the config's ``call_timeout``); each step has its own bound too (connect_timeout,
+        request_timeout)."""
+        overall = time.monotonic() + setup_budget(self.config, timeout)
         with self._lock:
             if self.is_ready:
                 raise TransportError("this connection is already open", node=self.node)
@@ -140,7 +145,8 @@ class BlockingConnection:
             return ready.capabilities
 
     def reconnect(self, *, timeout: float | None = None) -> BrokerCapabilities:
-        """Close and negotiate again; the new capabilities replace the old ones."""
+        """Close and negotiate again, within ``timeout`` as ``open``; the new capabilities
+        replace the old ones."""
         with self._lock:
             self._close_locked()
         return self.open(timeout=timeout)
@@ -293,14 +299,6 @@ class BlockingConnection:
 
 
 
-def _overall_deadline(timeout: float | None) -> float:
-    if timeout is None:
-        return math.inf
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < math.inf:
-        raise ConfigError(f"timeout must be a positive number of seconds, not {timeout!r}")
-    return time.monotonic() + timeout
-
-
 def open_blocking_connection(
     host: str,
     port: int,
@@ -311,7 +309,8 @@ def open_blocking_connection(
 ) -> BlockingConnection:
     """A negotiated ``BlockingConnection``; use it as a context manager to close it.
 
-    ``timeout`` bounds connecting, negotiating and authenticating together.
+    ``timeout`` bounds connecting, negotiating and authenticating together (default: the
+    config's ``call_timeout``).
     """
     connection = BlockingConnection(host, port, config, node_id=node_id)
     connection.open(timeout=timeout)

@@ -204,7 +204,6 @@ class ConnectionOptions:
     redactor: Redactor = field(repr=False)
     ignored_keys: tuple[str, ...] = ()
     controllers: bool = False  # --bootstrap-controller: the addresses are KRaft controllers
-    fail_fast: bool = True  # no --timeout given: a peer silent for a few seconds ends the command
 
 
 def _api_pairs(values: Sequence[str], flag: str) -> list[tuple[str | int, str]]:
@@ -436,7 +435,6 @@ def resolve_connection(
     protocol = _protocol(args, props)
     tls = _tls(args, props, redactor) if protocol.endswith("SSL") else None
     sasl = _sasl(args, props, env, redactor) if protocol.startswith("SASL") else None
-    fail_fast = args.timeout is None
     timeout = _DEFAULT_TIMEOUT if args.timeout is None else args.timeout
     if not 0 < timeout < math.inf:  # NaN too
         raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout}")
@@ -453,15 +451,18 @@ def resolve_connection(
         connect_timeout=timeout,
         request_timeout=request_timeout,
         call_timeout=call_timeout,
+        # a silent peer is named after the library's few seconds, or after --timeout when given
+        first_contact_timeout=DEFAULT_CONFIG.first_contact_timeout if args.timeout is None else timeout,
         client_id=client_id,
         handshake=handshake,
         policy=build_policy(args),
         tls=tls,
         sasl=sasl,
-        retry=RetryPolicy(attempts=args.retries),
+        # an inspector wants its answer now: a silent peer is named, not waited for
+        retry=RetryPolicy(attempts=args.retries, retry_silent_peers=False),
     )
     ignored = tuple(sorted(k for k in props if k not in _READ_KEYS))
-    return ConnectionOptions(bootstrap, config, protocol, redactor, ignored, controllers, fail_fast)
+    return ConnectionOptions(bootstrap, config, protocol, redactor, ignored, controllers)
 
 
 def _milliseconds(props: Mapping[str, str], key: str, default: float) -> float:

@@ -23,6 +23,7 @@ from kafkacompat.errors import (
     NoBrokerReachableError,
     PeerClosedError,
     RebootstrapRequiredError,
+    SilentPeerError,
     TransportError,
     UnsupportedVersionError,
     WrongEndpointError,
@@ -31,13 +32,13 @@ from kafkacompat.errors import (
 
 __all__ = ["LINE", "CommandFailed", "as_failure", "explain_failure"]
 
-_TLS_HINT = "if this listener uses TLS, add --tls (security.protocol=SSL)"
+_TLS_ADD = "add --tls (security.protocol=SSL)"
 _SASL_HINT = (
     "it may require SASL: --sasl-mechanism, --sasl-username, --sasl-password-env "
     "(or sasl.* in --command-config)"
 )
 _ENDPOINT_HINT = "use --bootstrap-server (or HOST:PORT) for a broker"
-_OLD_HINT = "if it is Kafka, give its release (--fallback-release 0.8.2)"
+_OLD_HINT = "--fallback-release 0.8.2 if it is Kafka all the same"
 _PLAINTEXT_HINT = "if this listener is plaintext, drop --tls (security.protocol=PLAINTEXT)"
 _ADVERTISED_HINT = (
     "the bootstrap address answered, but this is the address the cluster advertises for the broker; "
@@ -111,16 +112,20 @@ def _category(exc: KafkaCompatError, config: ConnectionConfig, bootstrap: str) -
     tls, sasl = config.tls is not None, config.sasl is not None
     reasons = _reasons(exc)
     if isinstance(exc, NoBrokerReachableError | BrokersUnavailableError):
+        # No TLS hint for silence: a TLS listener answers plaintext, or closes (and is asked).
         if reasons and all(isinstance(r, KafkaTimeoutError) for r in reasons):
-            return "no answer", None if tls else _TLS_HINT
+            return "no answer", None
         if any(isinstance(r, PeerClosedError) for r in reasons):
             return "connection closed", None if sasl else _SASL_HINT
         return "unreachable", None
     if isinstance(exc, WrongProtocolError):
-        speaks_tls = "TLS" in exc.message
-        return "not a Kafka broker", _TLS_HINT if speaks_tls and not tls else None
-    if isinstance(exc, BrokerTooOldError):
-        return "too old, or not Kafka", _OLD_HINT if tls else f"{_TLS_HINT}, or {_OLD_HINT}"
+        if exc.kind == "tls" and not tls:  # a TLS record came back: the listener is TLS
+            return "TLS listener", _TLS_ADD
+        return "not a Kafka broker", None
+    if isinstance(exc, SilentPeerError):
+        return "no answer", None
+    if isinstance(exc, BrokerTooOldError):  # closed even on Metadata v0 (and a TLS ClientHello)
+        return "not a Kafka broker", _OLD_HINT
     if isinstance(exc, AuthenticationError):
         if "TLS" not in exc.message:
             return "authentication failed", None
@@ -182,9 +187,28 @@ def as_failure(exc: KafkaCompatError, config: ConnectionConfig, bootstrap: str =
             text = f"{kind}: {said}{refused['detail']}"
         else:
             text = f"{kind}: {exc.node}: {said}"
+    if isinstance(exc, WrongProtocolError | SilentPeerError):  # the first contact's own sentence
+        said = exc.message  # it starts with what the peer is; the address is the one typed
+        if kind == "TLS listener":
+            said = "TLS listener: the peer answered with a TLS record"  # the hint says what to do
+        text = said if said.startswith(("not a Kafka broker", "TLS listener")) else f"{kind}: {said}"
     if isinstance(exc, BrokerTooOldError):  # in short: the handshake's long account is the cause (--debug)
-        # A TLS listener closes so too; the command asks the peer with a ClientHello before it gets here.
-        peer = exc.node or "the peer"
-        text = f"{kind}: {peer} closed on every ApiVersions and on Metadata v0, which every Kafka answers"
-        hint = _OLD_HINT
-    return CommandFailed(text, hint)
+        asked = "ApiVersions, Metadata v0 (every Kafka answers it)"
+        asked += " and a TLS ClientHello" if config.tls is None else ", over TLS"
+        text = f"{kind}: the peer closed on {asked}"
+    failure = CommandFailed(text, hint)
+    for note in _details(exc):  # shown with --debug, under the one line
+        failure.add_note(note)
+    return failure
+
+
+def _details(exc: KafkaCompatError) -> list[str]:
+    """What the first contact saw, for ``--debug``: the peer's first bytes, and every attempt."""
+    notes = []
+    first_bytes = getattr(exc, "first_bytes", b"")
+    if first_bytes:
+        notes.append(f"the peer's first bytes: {first_bytes.hex(' ')}")
+    describe = getattr(exc.transcript, "describe", None)
+    if isinstance(exc, WrongProtocolError | SilentPeerError | BrokerTooOldError) and callable(describe):
+        notes.append(str(describe()))
+    return notes

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -22,19 +21,11 @@ from kafkacompat.cli.connection_options import ConnectionOptions
 from kafkacompat.cli.failures import CommandFailed, as_failure
 from kafkacompat.cli.inspect_model import BrokerProbe, ProbeReport
 from kafkacompat.cli.output import Progress
-from kafkacompat.cli.peer_check import DIAGNOSE_AFTER, diagnose, first_address, speaks_tls
 from kafkacompat.cluster.backend import NodeConnection
 from kafkacompat.cluster.misrouting import confirmed_by_broker
-from kafkacompat.errors import (
-    BrokerTooOldError,
-    ConfigError,
-    KafkaCompatError,
-    NoBrokerReachableError,
-    PeerClosedError,
-)
+from kafkacompat.errors import ConfigError, KafkaCompatError
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.fanout import fanout_error, fanout_split
-from kafkacompat.negotiation.peer_kind import TLS_LISTENER, PeerKind, PeerVerdict
 from kafkacompat.protocol.messages import ApiKey
 from kafkacompat.transport.cluster import BrokerAddress, Cluster, connect
 from kafkacompat.transport.connection import BrokerConnection
@@ -69,56 +60,10 @@ def execute(options: ConnectionOptions, fn: Callable[[Cluster], Awaitable[T]]) -
 
 
 async def with_cluster(options: ConnectionOptions, fn: Callable[[Cluster], Awaitable[T]]) -> T:
-    """Bootstrap and run ``fn``; a slow bootstrap has its peer looked at meanwhile (``peer_check``)."""
-    def connecting() -> AbstractAsyncContextManager[Cluster]:
-        return connect(options.bootstrap, options.config, controllers=options.controllers)
-
-    address = first_address(options.bootstrap)
-    if options.config.tls is not None or options.controllers or address is None:
-        async with connecting() as cluster:
-            return await fn(cluster)
-    verdict: PeerVerdict | None = None
-    failure: KafkaCompatError | None = None
-    bootstrapping, watching = trio.CancelScope(), trio.CancelScope()
-    connected = False
-
-    async def watch() -> None:
-        nonlocal verdict
-        with watching:
-            await trio.sleep(DIAGNOSE_AFTER)
-            found = await diagnose(*address, options.config.request_headers)
-            if found is None or found.is_kafka or not found.sentence or connected:
-                return
-            if found.kind is not PeerKind.SILENT or options.fail_fast:
-                verdict = found
-                bootstrapping.cancel()
-
-    # The watcher's nursery encloses the cluster's (the cluster runs tasks of its own until closed).
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(watch)
-        with bootstrapping:
-            try:
-                async with connecting() as cluster:
-                    connected = True
-                    watching.cancel()
-                    return await fn(cluster)
-            except KafkaCompatError as exc:
-                failure = exc
-        watching.cancel()
-    if verdict is not None:
-        raise CommandFailed(verdict.sentence) from failure
-    assert failure is not None  # the body returned, failed, or was cancelled by a verdict
-    if not connected and _closed_on_plaintext(failure) and await speaks_tls(*address):
-        raise CommandFailed(TLS_LISTENER) from failure
-    raise failure
-
-
-def _closed_on_plaintext(exc: KafkaCompatError) -> bool:
-    """The peer closed on every request (as TLS listeners do to plaintext)."""
-    if isinstance(exc, BrokerTooOldError):
-        return True
-    reasons = exc.reasons.values() if isinstance(exc, NoBrokerReachableError) else ()
-    return any(isinstance(reason, PeerClosedError) for reason in reasons)
+    """Bootstrap and run ``fn``.  A wrong peer (a web, TLS, SSH or text server, a silent port) is
+    named by the connection's own first contact, within a few seconds and without retries."""
+    async with connect(options.bootstrap, options.config, controllers=options.controllers) as cluster:
+        return await fn(cluster)
 
 
 async def _first_broker(cluster: Cluster) -> BrokerAddress:

@@ -6,8 +6,8 @@ at the first that answers.  A round that fails is one of two things (see
 ``transport.cluster`` for the third, an incompatible broker):
 
 - an address answered but cannot be used (not a Kafka broker, a handshake or
-  a check that failed): its error is raised at once, retrying will not change
-  it, the other addresses' outcomes added as notes;
+  a check that failed, a silent peer when the policy does not retry those):
+  its error is raised at once, the other addresses' outcomes added as notes;
 - none could be reached: ``NoBrokerReachableError``, every address with its
   reason, once the rounds the retry policy allows are spent.
 
@@ -27,7 +27,7 @@ from typing import Any
 from kafkacompat.cluster.backend import ClusterBackend
 from kafkacompat.cluster.call_deadline import current_deadline
 from kafkacompat.cluster.discovery import RETRIABLE, address_label, describe_failure
-from kafkacompat.cluster.retries import retrying
+from kafkacompat.cluster.retries import retrying, worth_retrying
 from kafkacompat.connection.config import RetryPolicy
 from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, NoBrokerReachableError
 
@@ -57,10 +57,10 @@ async def bootstrap_rounds(
             ):
                 with attempt:
                     rounds += 1
-                    await _round(addresses, try_address, reasons, rounds)
+                    await _round(addresses, try_address, reasons, rounds, policy)
                     return
     except KafkaTimeoutError as exc:
-        if not reasons:
+        if not reasons or exc in reasons.values():  # no address tried, or one's own failure (silence)
             raise
         raise NoBrokerReachableError(reasons, rounds=rounds) from exc
 
@@ -70,6 +70,7 @@ async def _round(
     try_address: TryAddress,
     reasons: dict[str, KafkaCompatError],
     rounds: int,
+    policy: RetryPolicy,
 ) -> None:
     fatal: list[KafkaCompatError] = []
     for host, port in addresses:
@@ -81,7 +82,7 @@ async def _round(
             await try_address(host, port)
         except KafkaCompatError as exc:
             reasons[label] = exc
-            if not isinstance(exc, RETRIABLE):
+            if not worth_retrying(exc, RETRIABLE, policy):
                 fatal.append(exc)
             log.info("bootstrap address %s failed: %s", label, exc)
             continue

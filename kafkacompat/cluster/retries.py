@@ -8,6 +8,13 @@ plus up to ``jitter`` at random.  The sleep is passed in (``trio.sleep`` or
 ``asyncio.sleep``), so the backoff runs on the loop's clock and tests can use
 trio's autojump clock.
 
+What is retried is an error a new attempt could change (``worth_retrying``):
+a transport failure or a timeout.  A peer that stayed silent to a connection's
+first requests (``SilentPeerError``) is retried only under the policy's
+``retry_silent_peers``: a Kafka broker starting up is silent until it serves
+(an application waits for it), a wrong port is silent for good (the CLI, which
+wants its answer now, does not retry it).
+
 A loop given the caller's deadline (on the loop's clock) spends the caller's
 budget, not a budget of its own, and never starts an attempt it cannot
 finish: it stops, raising the last failure as itself, when the next attempt
@@ -25,10 +32,12 @@ from collections.abc import Awaitable, Callable
 import tenacity
 
 from kafkacompat.connection.config import RetryPolicy
+from kafkacompat.errors import SilentPeerError
 
-__all__ = ["backoff", "retry_on_result", "retrying"]
+__all__ = ["backoff", "retry_on_result", "retrying", "worth_retrying"]
 
 Sleep = Callable[[float], Awaitable[None]]
+Retried = type[BaseException] | tuple[type[BaseException], ...]
 
 
 def backoff(policy: RetryPolicy) -> tenacity.wait.wait_base:
@@ -38,15 +47,22 @@ def backoff(policy: RetryPolicy) -> tenacity.wait.wait_base:
     ) + tenacity.wait_random(0, policy.jitter)
 
 
+def worth_retrying(exc: BaseException, retry_on: Retried, policy: RetryPolicy) -> bool:
+    """``exc`` is of ``retry_on`` and a new attempt could change it (see the module documentation)."""
+    if isinstance(exc, SilentPeerError):
+        return policy.retry_silent_peers and isinstance(exc, retry_on)
+    return isinstance(exc, retry_on)
+
+
 def retrying(
     policy: RetryPolicy,
     sleep: Sleep,
     *,
-    retry_on: type[BaseException] | tuple[type[BaseException], ...],
+    retry_on: Retried,
     deadline: float | None = None,
     clock: Callable[[], float] | None = None,
 ) -> tenacity.AsyncRetrying:
-    """Retry on the exceptions ``retry_on``; the last one is raised as itself.
+    """Retry on the exceptions ``retry_on`` worth retrying; the last one is raised as itself.
 
     With a ``deadline`` (on ``clock``), no attempt starts that could not finish
     by it (see the module documentation): the last error is raised at once.
@@ -54,7 +70,7 @@ def retrying(
     return tenacity.AsyncRetrying(
         stop=_stop(policy.attempts, deadline, clock),
         wait=backoff(policy),
-        retry=tenacity.retry_if_exception_type(retry_on),
+        retry=tenacity.retry_if_exception(lambda exc: worth_retrying(exc, retry_on, policy)),
         sleep=sleep,
         reraise=True,
     )

@@ -44,8 +44,23 @@ after it (the pre-0.10 probe shares ApiVersions'); opening a socket has
 only while the request's deadline is ahead; a step's deadline counts from
 the first ``next_step`` that handed it out, whatever pieces its bytes come
 in; and an answer decoded past its deadline fails the setup as a timeout (found
-at the next ``next_step``).  A driver without a clock can call ``next_action()``
-and report ``timed_out()`` or ``quiet()`` itself.
+at the next ``next_step``).  ``next_step(now, overall=)`` bounds every step by
+the driver's deadline for the whole setup (its ``open``'s).  A driver without a
+clock can call ``next_action()`` and report ``timed_out()`` or ``quiet()`` itself.
+
+First contact
+=============
+A connection says what its peer is when the peer is not Kafka, on every driver.
+Its first ApiVersions request carries ``FIRST_CONTACT_CORRELATION_ID``, whose
+last two bytes are CR LF: a web or text server that reads up to a line end
+answers at once, and every Kafka release reads an ordinary request (see
+``negotiation.peer_kind``).  Bytes that are no Kafka frame go to the handshake,
+which names them (TLS, HTTP, SSH, text) in one ``WrongProtocolError``; a peer
+that closes on every Kafka request is asked with a TLS ClientHello last (over
+plaintext).  Until a socket has carried one byte back, its handshake reads end
+by ``first_contact_timeout`` after its first request was written: a peer
+silent that long is named silent (``SilentPeerError``), a Kafka broker that is
+up answering at once.
 
 Once ``phase`` is ``READY`` the driver queues requests with ``send`` (any
 number: past ``max_in_flight`` they wait here for a slot), writes
@@ -63,6 +78,7 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 
 from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.errors import (
+    ConfigError,
     KafkaCompatError,
     KafkaTimeoutError,
     PipelineStateError,
@@ -74,7 +90,6 @@ from kafkacompat.errors import (
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake import ApiVersionsHandshake
 from kafkacompat.negotiation.handshake.config import CODEC_MAX_VERSION
-from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
 from kafkacompat.negotiation.handshake.types import (
     Connect,
@@ -92,9 +107,13 @@ from kafkacompat.protocol.message import KafkaMessage
 if TYPE_CHECKING:  # the exchange and its messages load when a connection logs in, not before
     from kafkacompat.connection._request_pipeline import RequestPipeline  # loaded by the first request
     from kafkacompat.connection.sasl import SaslLogin
+
+    # KIP-1242's identity and memory are the cluster layer's: a connection made alone never loads them.
+    from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
     from kafkacompat.negotiation.sasl_exchange import Authenticated, SaslExchange
 
 __all__ = [
+    "FIRST_CONTACT_CORRELATION_ID",
     "ClientConnection",
     "OpenSocket",
     "Phase",
@@ -104,6 +123,7 @@ __all__ = [
     "SetupStep",
     "Write",
     "require_request",
+    "setup_budget",
 ]
 
 
@@ -163,6 +183,23 @@ class SetupStep(NamedTuple):
 # Enum members as plain names: reading one through its class costs ~0.1 us on CPython 3.11.
 _SETUP, _READY, _FAILED, _CLOSED = Phase.SETUP, Phase.READY, Phase.FAILED, Phase.CLOSED
 
+#: The correlation id of a connection's first ApiVersions request: 0x00000D0A, whose last two
+#: bytes are CR LF, so that a server reading text by lines sees a line end 12 bytes in and
+#: answers at once (see the module's "First contact").  The requests after it count on from it.
+FIRST_CONTACT_CORRELATION_ID: Final = 0x0D0A
+#: Bytes of a foreign answer kept to be named (the first line, quoted, and a report's details).
+_FOREIGN_BYTES_READ: Final = 64
+
+
+def setup_budget(config: ConnectionConfig, timeout: float | None) -> float:
+    """The seconds a driver's ``open``/``reconnect`` may take in all: ``timeout``, else the
+    config's ``call_timeout`` (every driver's one rule; ``next_step``'s ``overall`` is now + it)."""
+    if timeout is None:
+        return config.call_timeout
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < math.inf:
+        raise ConfigError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    return float(timeout)
+
 
 def require_request(message: KafkaMessage, node: str | None = None) -> int:
     """The api key of ``message``, which must be a request: every driver's one check."""
@@ -214,9 +251,11 @@ class ClientConnection:
         self._handshake = ApiVersionsHandshake(
             config.handshake,
             node=node,
+            first_correlation_id=FIRST_CONTACT_CORRELATION_ID,
             identity=identity,
             memory=api_versions_memory,
             headers=config.request_headers,  # one client id in every header: the config's
+            plaintext=config.tls is None,
         )
         self._frames = FrameSplitter(config.max_frame_size)
         self._sockets = 0  # sockets opened: the first one reads into the splitter made here
@@ -235,6 +274,13 @@ class ClientConnection:
         self._step: SetupStep | None = None
         self._request_deadline = math.inf
         self._decoded_by: tuple[float, str] | None = None
+        # First contact, per socket: whether a byte came back on it, when its first request
+        # was written, the instant its silence ends the handshake, and whether the current
+        # step's deadline is that silence's (not the driver's ``overall``).
+        self._heard = False
+        self._first_write_at: float | None = None
+        self._silent_by = math.inf
+        self._step_judges_silence = False
         self._action: SetupAction = self._from_handshake()
 
     # -- queries ------------------------------------------------------------------------
@@ -267,10 +313,17 @@ class ClientConnection:
             assert isinstance(action, Write)
             if action.fresh_deadline:  # a request and its answers share one deadline
                 self._request_deadline = min(now + self.config.request_timeout, overall)
+            if self._first_write_at is None:  # the socket's first request: its silence counts from here
+                self._first_write_at = now
+                first_contact = self.config.first_contact_timeout
+                if first_contact is not None and self._sasl is None:
+                    self._silent_by = now + first_contact
             step = SetupStep(action, self._request_deadline)
         elif kind is Read:
             assert isinstance(action, Read)
-            deadline = min(self._request_deadline, overall)
+            own = self._request_deadline if self._heard else min(self._request_deadline, self._silent_by)
+            deadline = min(own, overall)
+            self._step_judges_silence = not self._heard and own <= overall
             quiet = action.quiet_period
             if quiet is not None and now + quiet < deadline:  # quiet only while the deadline is ahead
                 step = SetupStep(action, now + quiet, quiet=True)
@@ -330,6 +383,7 @@ class ClientConnection:
         if self._sockets:  # a new socket starts a new stream
             self._frames = FrameSplitter(self.config.max_frame_size)
         self._sockets += 1
+        self._heard, self._first_write_at, self._silent_by = False, None, math.inf
         if self._result is not None:  # the fallback's fresh connection: nothing to negotiate on it
             self._advance(self._after_handshake_action())
             return
@@ -371,6 +425,11 @@ class ClientConnection:
         self._expect(Read)
         assert isinstance(self._action, Read)
         self._decoded_by = (self._request_deadline, self._action.what)
+        if data and not self._heard:
+            self._heard = True
+            step = self._step
+            if step is not None and self._step_judges_silence and not step.quiet:
+                self._step = None  # timed afresh: by the request's deadline now, not the silence's
         self._frames.push(data)
         return self._read_setup_frames()
 
@@ -379,15 +438,16 @@ class ClientConnection:
             limit, what = self._setup_ceiling()
             try:
                 frame = self._frames.next_frame(limit, what=what)
-            except WrongProtocolError as exc:
-                if self._sasl is None:  # the handshake tells TLS, HTTP and the like apart
-                    self._handshake.foreign_bytes(self._frames.unconsumed())
-                    self._advance(self._from_handshake())
-                else:
+            except KafkaCompatError as exc:  # another protocol's bytes, a size above the ceiling
+                # First contact: the handshake names another protocol (TLS, HTTP, SSH, text);
+                # a size prefix that names none (binary, too large or negative) stands.
+                if self._sasl is not None or not (
+                    isinstance(exc, WrongProtocolError) or self._foreign_pending()
+                ):
                     self._setup_failed(exc)
-                return []
-            except KafkaCompatError as exc:  # a size prefix above the ceiling, or negative
-                self._setup_failed(exc)
+                    return []
+                self._handshake.foreign_bytes(self._frames.unconsumed(_FOREIGN_BYTES_READ))
+                self._advance(self._from_handshake())
                 return []
             if frame is None:
                 return []
@@ -402,6 +462,15 @@ class ClientConnection:
             # yet, and the pipeline fails the connection for it.
             return self._watch(self._request_side().read_frames())
         return []
+
+    def _foreign_pending(self) -> bool:
+        """The bytes read and not taken as a frame are another protocol's (``peer_kind``)."""
+        pending = self._frames.unconsumed(_FOREIGN_BYTES_READ)
+        if not pending:
+            return False
+        from kafkacompat.negotiation.peer_kind import name_peer  # a peer that is not Kafka only
+
+        return name_peer(pending) is not None
 
     def _setup_ceiling(self) -> tuple[int, str]:
         phase = self._handshake if self._sasl is None else self._sasl
@@ -424,6 +493,9 @@ class ClientConnection:
         if self._sasl is not None:
             self._sasl.connection_closed()
             self._advance(self._from_sasl())
+        elif isinstance(self._action, Read) and self._foreign_pending():  # a line, then a close
+            self._handshake.foreign_bytes(self._frames.unconsumed(_FOREIGN_BYTES_READ))
+            self._advance(self._from_handshake())
         elif isinstance(self._action, Write | Read):
             self._handshake.connection_closed()
             self._advance(self._from_handshake())
@@ -453,6 +525,16 @@ class ClientConnection:
             self._advance(self._from_sasl())
         elif self._result is not None:  # opening the fallback's fresh connection
             self._setup_failed(KafkaTimeoutError("timed out opening a new connection", node=self.node))
+        elif isinstance(self._action, Read) and self._foreign_pending():  # less than a frame, foreign
+            self._handshake.foreign_bytes(self._frames.unconsumed(_FOREIGN_BYTES_READ))
+            self._advance(self._from_handshake())
+        elif isinstance(self._action, Read) and not self._heard:  # not one byte: a silent peer
+            step = self._step
+            judged = step is None or self._step_judges_silence  # not cut short by the driver's overall
+            first = self._first_write_at
+            waited = step.ends_by - first if step is not None and first is not None else None
+            self._handshake.timed_out(silent=judged, waited=waited)
+            self._advance(self._from_handshake())
         else:
             self._handshake.timed_out()
             self._advance(self._from_handshake())
@@ -546,7 +628,7 @@ class ClientConnection:
             number = action.connection
             return _OPEN_SOCKETS[number] if number < len(_OPEN_SOCKETS) else OpenSocket(number)
         if type(action) is SendProbe:
-            return Write(action.frame, "the Metadata v0 probe", fresh_deadline=False)
+            return Write(action.frame, action.what, fresh_deadline=False)
         assert isinstance(action, Fail)
         self._phase = _FAILED
         return SetupFailed(action.error)

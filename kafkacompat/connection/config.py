@@ -6,6 +6,7 @@ repr and str never show the value, so a config can be logged or printed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, get_args
 
@@ -96,12 +97,21 @@ class SaslConfig:
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """Exponential backoff with jitter, bounded; used for transport and retriable errors."""
+    """Exponential backoff with jitter, bounded; used for transport and retriable errors.
+
+    ``retry_silent_peers``: a peer that accepted the connection and answered nothing within
+    ``first_contact_timeout`` (``SilentPeerError``) is tried again.  Real Kafka binds its
+    listener before it serves requests (while it joins its cluster and catches up), so a
+    broker starting up is silent exactly as a wrong port is; an application waits for it,
+    as Kafka's own clients do.  A diagnostic tool that wants the answer now sets it False
+    (the CLI does).
+    """
 
     attempts: int = 5
     initial_backoff: float = 0.05
     max_backoff: float = 1.0
     jitter: float = 0.05
+    retry_silent_peers: bool = True
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
@@ -149,6 +159,12 @@ class ConnectionConfig:
     #: The deadline of a cluster call that names no ``request_timeout`` of its own: waiting
     #: for a node, connecting, retrying and the requests together (Kafka's default.api.timeout.ms).
     call_timeout: float = 60.0
+    #: The seconds a peer that accepted a connection may say nothing at all to its first
+    #: requests (ApiVersions, and the Metadata v0 written after it for brokers before 0.10)
+    #: before it is named silent (``SilentPeerError``; see ``RetryPolicy``): a Kafka broker that is up
+    #: answers at once, and a wrong port should not cost a whole ``request_timeout``.  Raise it
+    #: to wait for a broker that may be starting up or stalled; None: ``request_timeout`` alone.
+    first_contact_timeout: float | None = 5.0
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
     client_id: str | None = DEFAULT_CLIENT_ID
@@ -185,6 +201,15 @@ class ConnectionConfig:
             raise ConfigError("max_frame_size must be between 1 and 2**31-1")
         if self.connect_timeout <= 0 or self.request_timeout <= 0 or self.call_timeout <= 0:
             raise ConfigError("timeouts must be positive")
+        first_contact = self.first_contact_timeout
+        if first_contact is not None and (
+            isinstance(first_contact, bool)
+            or not isinstance(first_contact, int | float)
+            or not 0 < first_contact < math.inf
+        ):
+            raise ConfigError(
+                f"first_contact_timeout must be positive seconds or None, not {first_contact!r}"
+            )
         if self.client_id is not None and not isinstance(self.client_id, str):
             raise ConfigError(f"client_id must be a str or None, not {type(self.client_id).__name__}")
         headers = RequestHeaders(self.client_id)

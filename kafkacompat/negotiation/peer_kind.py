@@ -1,71 +1,82 @@
-"""What kind of peer listens on a port: Kafka, or a web, TLS, SSH or text server, or silence.
+"""What answered a connection's first contact, when it is not Kafka: TLS, HTTP, SSH, text.
 
-Theory.  A Kafka client that reaches the wrong port learns little from the
-handshake alone: a web server (Python's ``http.server``, for one) waits for the
-end of a request line before it answers, and a Kafka request has none, so the
-client waits its whole timeout, then retries.  The first-contact request here
-is two valid Kafka requests written back to back, ApiVersions v0 and Metadata
-v0 (the one every release since 0.8 answers; 0.9 answers it and not
-ApiVersions), whose correlation ids end in the bytes ``\\r\\n``: a server that
-reads text by lines sees a line end at once and answers, while a broker reads
-two ordinary requests.  ``classify`` reads the first bytes that come back and
-names what answered, in one sentence under 200 characters.  Sans-I/O: the
-caller writes ``first_contact_request()`` and feeds what it read (or that it
-read nothing) to ``classify``.
+Theory.  A client that reaches the wrong port learns nothing from the silence
+of a server waiting for something else: a web or text server (Python's
+``http.server``, Redis) reads up to the end of a line before it answers, and a
+Kafka request has no line end, so the client would wait out its whole timeout
+and retry.  So a connection's first request, ApiVersions, carries a
+correlation id whose last bytes are CR LF (``connection.client_connection``'s
+``FIRST_CONTACT_CORRELATION_ID``, 0x00000D0A): a line-reading server sees a
+line end 12 bytes in and answers at once, and a Kafka broker of any release
+reads an ordinary request (0.10 and later answer it, echoing the id; 0.9 skips
+it and answers the Metadata v0 written after it; 0.8 closes on it, as on any
+ApiVersions).
+
+This module names what came back where a Kafka reply was expected
+(``name_peer``), in one sentence under 200 characters that quotes the peer's
+first line.  A TLS listener that drops plaintext without a word (Python's
+``ssl``) is found by the handshake's last check on a peer that closed on every
+Kafka request: ``TLS_CLIENT_HELLO`` written on a fresh connection, which any
+TLS server answers with a TLS record (a ServerHello, a HelloRetryRequest or an
+alert).  Silence is the handshake's to name, when the deadline passes
+(``silence_sentence``).  Pure functions: the connection reads and writes.
 """
 
 from __future__ import annotations
 
-import enum
-from dataclasses import dataclass
+import struct
+from typing import Final, NamedTuple
 
-from kafkacompat.protocol.framing import DEFAULT_HEADERS, RequestHeaders
-from kafkacompat.protocol.messages import ApiVersionsRequest, MetadataRequest
+from kafkacompat.protocol.framing import foreign_kind
 
-__all__ = [
-    "FIRST_CONTACT_CORRELATION_ID",
-    "TLS_LISTENER",
-    "PeerKind",
-    "PeerVerdict",
-    "classify",
-    "first_contact_request",
-]
+__all__ = ["TLS_CLIENT_HELLO", "PeerName", "name_peer", "silence_sentence"]
 
-# 0x00000D0A: its last two bytes are CR LF, the end of a text line; the Metadata v0 after it takes
-# the next id.
-FIRST_CONTACT_CORRELATION_ID = 0x0D0A
-_QUOTE_AT_MOST = 40
-TLS_LISTENER = "TLS listener: the peer answered with a TLS record; add --tls (security.protocol=SSL)"
+_QUOTE_AT_MOST: Final = 40  # characters of the peer's first line quoted in a sentence
+_FIRST_BYTES_KEPT: Final = 64  # bytes kept on the error, for a report's details
 
 
-class PeerKind(enum.Enum):
-    KAFKA = "kafka"
-    HTTP = "http"
-    TLS = "tls"
-    SSH = "ssh"
-    TEXT = "text"
-    OTHER = "other"  # bytes, but not a Kafka reply nor anything recognised
-    CLOSED = "closed"  # closed without a byte: an 0.8 broker, a TLS listener, or anything else
-    SILENT = "silent"
+class PeerName(NamedTuple):
+    """What answered: ``kind`` (``"tls"``, ``"http"``, ``"ssh"``, ``"text"``) and one sentence."""
+
+    kind: str
+    sentence: str
+    first_bytes: bytes
 
 
-@dataclass(frozen=True)
-class PeerVerdict:
-    kind: PeerKind
-    sentence: str  # one sentence for a person; empty for KAFKA and CLOSED (nothing to say yet)
-    detail: str = ""  # what was read, escaped, for --debug and JSON
+def name_peer(data: bytes | bytearray | memoryview) -> PeerName | None:
+    """The peer that sent ``data`` where a Kafka reply was expected; None when not recognised.
 
-    @property
-    def is_kafka(self) -> bool:
-        return self.kind is PeerKind.KAFKA
+    Kafka's own bytes are never text: a reply starts with its size, whose first
+    byte is 0 for anything under 16 MiB.
+    """
+    head = bytes(data[:_FIRST_BYTES_KEPT])
+    kind = foreign_kind(head)
+    if kind == "tls":
+        sentence = (
+            "TLS listener: the peer answered with a TLS record; connect with TLS "
+            "(security.protocol SSL or SASL_SSL)"
+        )
+    elif kind == "http":
+        sentence = f"not a Kafka broker: the peer answered in HTTP ({_quoted(head)})"
+    elif kind == "ssh":
+        sentence = f"not a Kafka broker: the peer is an SSH server ({_quoted(head)})"
+    elif _is_text(head):
+        kind, sentence = "text", f'not a Kafka broker: the peer answered in text ("{_quoted(head)}")'
+    else:
+        return None
+    return PeerName(kind, sentence, head)
 
 
-def first_contact_request(headers: RequestHeaders = DEFAULT_HEADERS) -> bytes:
-    """ApiVersions v0 then Metadata v0, correlation ids ``FIRST_CONTACT_CORRELATION_ID`` and the
-    next, behind ``headers`` (a connection config's ``request_headers``: its client id)."""
-    api_versions = headers.request(ApiVersionsRequest(), 0, FIRST_CONTACT_CORRELATION_ID)
-    metadata = headers.request(MetadataRequest(topics=[]), 0, FIRST_CONTACT_CORRELATION_ID + 1)
-    return api_versions + metadata
+def silence_sentence(waited: float | None, asked: str, every_release: bool) -> str:
+    """The peer accepted the connection and said nothing to ``asked`` for ``waited`` seconds.
+
+    ``every_release``: what was asked includes Metadata v0, which every Kafka
+    release answers (0.9 does not answer ApiVersions).
+    """
+    during = f" in {format(round(waited, 2), 'g')} s" if waited is not None else ""
+    which = "a Kafka broker" if every_release else "a Kafka broker 0.10 or later"
+    said = f"the peer accepted the connection but answered nothing{during} ({asked})"
+    return f"{said}; {which} that is up answers at once"
 
 
 def _quoted(data: bytes) -> str:
@@ -74,47 +85,50 @@ def _quoted(data: bytes) -> str:
     return text + ("..." if len(line) == _QUOTE_AT_MOST else "")
 
 
-def _is_text(data: bytes) -> bool:
-    head = data[:64]
+def _is_text(head: bytes) -> bool:
     return bool(head) and all(0x20 <= b < 0x7F or b in (0x09, 0x0A, 0x0D) for b in head)
 
 
-def classify(data: bytes, *, closed: bool = False, waited: float | None = None) -> PeerVerdict:
-    """What answered ``first_contact_request()`` with ``data`` (then closed, if ``closed``).
+# -- the TLS question ------------------------------------------------------------------------
 
-    ``waited`` is how long nothing came, when ``data`` is empty and the peer
-    did not close: silence.
+
+def _u16s(values: tuple[int, ...]) -> bytes:
+    """A TLS vector of 16-bit values: its length in bytes (2 bytes), then the values."""
+    return struct.pack(f">H{len(values)}H", 2 * len(values), *values)
+
+
+def _extension(kind: int, body: bytes) -> bytes:
+    return struct.pack(">HH", kind, len(body)) + body
+
+
+def _client_hello() -> bytes:
+    """One TLS record holding a ClientHello that any TLS 1.2 or 1.3 server answers.
+
+    It offers TLS 1.3 and 1.2 (supported_versions), the usual AEAD suites,
+    the common groups and signature schemes, and an empty key_share: a 1.3
+    server answers with a HelloRetryRequest, a 1.2 server with its
+    ServerHello, one that likes nothing offered with an alert; each is a TLS
+    record.  Nothing secret is in it (the random is zeros): no session follows.
     """
-    detail = data[:64].hex()
-    if len(data) >= 8:
-        correlation_id = int.from_bytes(data[4:8], "big", signed=True)
-        size = int.from_bytes(data[:4], "big", signed=True)
-        if correlation_id in (FIRST_CONTACT_CORRELATION_ID, FIRST_CONTACT_CORRELATION_ID + 1) and size >= 4:
-            return PeerVerdict(PeerKind.KAFKA, "", detail)
-    if len(data) >= 2 and data[0] in (0x15, 0x16) and data[1] == 0x03:
-        return PeerVerdict(PeerKind.TLS, TLS_LISTENER, detail)
-    if data.startswith(b"HTTP/") or data[:16].lower().startswith((b"<!doctype", b"<html")):
-        return PeerVerdict(
-            PeerKind.HTTP, f"not a Kafka broker: the peer answered in HTTP ({_quoted(data)})", detail
-        )
-    if data.startswith(b"SSH-"):
-        sentence = f"not a Kafka broker: the peer is an SSH server ({_quoted(data)})"
-        return PeerVerdict(PeerKind.SSH, sentence, detail)
-    if _is_text(data):
-        sentence = f'not a Kafka broker: the peer answered in text ("{_quoted(data)}")'
-        return PeerVerdict(PeerKind.TEXT, sentence, detail)
-    if data:
-        return PeerVerdict(
-            PeerKind.OTHER,
-            f"not a Kafka broker: the peer answered {len(data)} byte(s) that are not a Kafka reply",
-            detail,
-        )
-    if closed:
-        return PeerVerdict(PeerKind.CLOSED, "", "")
-    seconds = f" in {waited:.0f} s" if waited is not None else ""
-    return PeerVerdict(
-        PeerKind.SILENT,
-        f"no answer: the peer accepted the connection but answered nothing{seconds} to ApiVersions or "
-        "Metadata v0, which every Kafka answers",
-        "",
-    )
+    suites = (0x1301, 0x1302, 0x1303, 0xC02B, 0xC02F, 0xC02C, 0xC030, 0xCCA9, 0xCCA8, 0x009C, 0x009D)
+    extensions = b"".join((
+        _extension(0x000A, _u16s((0x001D, 0x0017, 0x0018))),  # supported_groups: x25519, P-256, P-384
+        _extension(0x000B, b"\x01\x00"),  # ec_point_formats: uncompressed
+        _extension(0x000D, _u16s((0x0403, 0x0503, 0x0804, 0x0805, 0x0401, 0x0501))),  # signature schemes
+        _extension(0x002B, b"\x04\x03\x04\x03\x03"),  # supported_versions: TLS 1.3, TLS 1.2
+        _extension(0x0033, b"\x00\x00"),  # key_share: none (the server picks a group and asks)
+    ))
+    hello = b"".join((
+        b"\x03\x03",  # legacy_version: TLS 1.2
+        bytes(32),  # random
+        b"\x00",  # no session id
+        _u16s(suites),
+        b"\x01\x00",  # compression: none
+        struct.pack(">H", len(extensions)),
+        extensions,
+    ))
+    handshake = b"\x01" + len(hello).to_bytes(3, "big") + hello  # ClientHello
+    return b"\x16\x03\x01" + struct.pack(">H", len(handshake)) + handshake  # a handshake record
+
+
+TLS_CLIENT_HELLO: Final = _client_hello()

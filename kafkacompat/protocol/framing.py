@@ -37,6 +37,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "foreign_kind",
     "request_header_version",
     "response_header_version",
     "sniff_foreign_protocol",
@@ -165,18 +166,35 @@ def decode_request(frame: bytes | bytearray | memoryview, *, decode_body: bool =
 # ---------------------------------------------------------------- frames --
 
 
-def sniff_foreign_protocol(data: bytes | bytearray | memoryview) -> str | None:
-    """A hint when bytes that should be a Kafka frame look like another protocol."""
+def foreign_kind(data: bytes | bytearray | memoryview) -> str | None:
+    """What another protocol's first bytes are: ``"tls"``, ``"http"``, ``"ssh"``, or None.
+
+    A TLS record starts with its content type (21 alert, 22 handshake) and major
+    version 3; a web server's answer with its status line or an HTML page; an SSH
+    server's with its banner.
+    """
     head = bytes(data[:8])
     if len(head) >= 2 and head[0] in (0x15, 0x16) and head[1] == 0x03:
-        kind = "a TLS alert" if head[0] == 0x15 else "a TLS handshake"
-        return (
-            f"the peer answered with {kind}: the listener expects TLS "
-            "(security.protocol SSL or SASL_SSL), or the port is wrong"
-        )
-    if head.startswith((b"HTTP", b"<!DOC", b"<html", b"<HTML")):
-        return "the peer answered in HTTP: this port is a web server, not a Kafka listener"
+        return "tls"
+    if head.startswith(b"HTTP") or head[:5].lower() in (b"<!doc", b"<html"):
+        return "http"
     if head.startswith(b"SSH-"):
+        return "ssh"
+    return None
+
+
+def sniff_foreign_protocol(data: bytes | bytearray | memoryview) -> str | None:
+    """A hint when bytes that should be a Kafka frame look like another protocol."""
+    kind = foreign_kind(data)
+    if kind == "tls":
+        alert = data[0] == 0x15
+        return (
+            f"the peer answered with {'a TLS alert' if alert else 'a TLS handshake'}: the listener "
+            "expects TLS (security.protocol SSL or SASL_SSL), or the port is wrong"
+        )
+    if kind == "http":
+        return "the peer answered in HTTP: this port is a web server, not a Kafka listener"
+    if kind == "ssh":
         return "the peer is an SSH server, not a Kafka listener"
     return None
 
@@ -194,7 +212,7 @@ def check_frame_size(
         return int(size)
     hint = sniff_foreign_protocol(prefix)
     if hint is not None:
-        raise WrongProtocolError(hint)
+        raise WrongProtocolError(hint, kind=foreign_kind(prefix) or "other", first_bytes=bytes(prefix[:4]))
     if size < 0:
         raise ProtocolError(f"frame size prefix is negative ({size}): the stream is corrupt")
     subject = f"reply to {what}" if what else "frame"

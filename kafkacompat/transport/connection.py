@@ -32,12 +32,11 @@ from typing import TYPE_CHECKING
 import outcome  # trio's own dependency: what wakes a task
 import trio
 
-from kafkacompat.connection.client_connection import ClientConnection, require_request
+from kafkacompat.connection.client_connection import ClientConnection, require_request, setup_budget
 from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError, attach_context
 from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake.types import HandshakeResult
 from kafkacompat.negotiation.pipeline_events import PipelineEvent, Ticket, endings
 from kafkacompat.protocol.message import KafkaMessage, KafkaRequest, ResponseT
@@ -47,6 +46,9 @@ from kafkacompat.transport.negotiate import set_up
 
 if TYPE_CHECKING:  # a first negotiation has nothing to compare with: loaded on a reconnect
     from kafkacompat.negotiation.capability_changes import CapabilityChange
+
+    # KIP-1242's identity and memory are the cluster layer's: a connection made alone never loads them.
+    from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 
 __all__ = ["BrokerConnection", "open_connection"]
 
@@ -132,16 +134,22 @@ class BrokerConnection:
 
     # -- lifecycle ----------------------------------------------------------------------
 
-    async def open(self, nursery: trio.Nursery | None = None) -> BrokerCapabilities:
-        """Connect, negotiate and authenticate.
+    # ASYNC109: the bound is the connection's own (next_step's overall), so that running out ends
+    # the step with the typed error that names it; a cancel scope around open() would not.
+    async def open(
+        self, nursery: trio.Nursery | None = None, *, timeout: float | None = None  # noqa: ASYNC109
+    ) -> BrokerCapabilities:
+        """Connect, negotiate and authenticate, all of it within ``timeout`` seconds (default:
+        the config's ``call_timeout``); each step has its own bound too.
 
         The reader, writer and deadline tasks run in ``nursery`` when one is
         given, else as system tasks this connection owns (see ``connection_tasks``).
         """
         if self._tasks is not None:
             raise TransportError("this connection is already open", node=self.node)
-        self._closed = False
         config = self.config
+        overall = trio.current_time() + setup_budget(config, timeout)
+        self._closed = False
         protocol = ClientConnection(
             config,
             node=self.node,
@@ -150,7 +158,7 @@ class BrokerConnection:
             api_versions_memory=self.api_versions_memory,
         )
         try:
-            stream, ready = await set_up(protocol, self.host, self.port, config)
+            stream, ready = await set_up(protocol, self.host, self.port, config, overall)
         except KafkaCompatError as exc:
             self._fail_setup(attach_context(exc, node=self.node))
             raise
@@ -170,12 +178,15 @@ class BrokerConnection:
         self._ready.set()
         return ready.capabilities
 
-    async def reconnect(self, nursery: trio.Nursery | None = None) -> BrokerCapabilities:
-        """Close and negotiate again; the new capabilities replace the old ones."""
+    async def reconnect(
+        self, nursery: trio.Nursery | None = None, *, timeout: float | None = None  # noqa: ASYNC109
+    ) -> BrokerCapabilities:
+        """Close and negotiate again, within ``timeout`` as ``open``; the new capabilities
+        replace the old ones."""
         await self.aclose()
         self._tasks, self._protocol = None, None
         self._ready = trio.Event()
-        return await self.open(nursery)
+        return await self.open(nursery, timeout=timeout)
 
     async def aclose(self) -> None:
         """Close; every request still in flight fails with a TransportError."""
@@ -293,27 +304,34 @@ class BrokerConnection:
 
 
 def open_connection(
-    host: str, port: int, config: ConnectionConfig | None = None, *, node_id: int | None = None
+    host: str,
+    port: int,
+    config: ConnectionConfig | None = None,
+    *,
+    node_id: int | None = None,
+    timeout: float | None = None,
 ) -> contextlib.AbstractAsyncContextManager[BrokerConnection]:
     """``async with open_connection(host, port) as conn:`` negotiated, then closed.
 
-    No nursery: the connection's tasks are its own (see ``connection_tasks``), so
-    errors come out as themselves, never in an exception group.
+    ``timeout`` bounds connecting, negotiating and authenticating together (default: the
+    config's ``call_timeout``).  No nursery: the connection's tasks are its own (see
+    ``connection_tasks``), so errors come out as themselves, never in an exception group.
     """
-    return _Opened(BrokerConnection(host, port, config, node_id=node_id))
+    return _Opened(BrokerConnection(host, port, config, node_id=node_id), timeout)
 
 
 class _Opened(contextlib.AbstractAsyncContextManager[BrokerConnection]):
     """``open_connection``'s context: a class, since an async generator costs a connect
     trio's generator hooks and a frame more than these two calls."""
 
-    __slots__ = ("_connection",)
+    __slots__ = ("_connection", "_timeout")
 
-    def __init__(self, connection: BrokerConnection) -> None:
+    def __init__(self, connection: BrokerConnection, timeout: float | None) -> None:
         self._connection = connection
+        self._timeout = timeout
 
     async def __aenter__(self) -> BrokerConnection:
-        await self._connection.open()
+        await self._connection.open(timeout=self._timeout)
         return self._connection
 
     async def __aexit__(self, *exc_info: object) -> None:

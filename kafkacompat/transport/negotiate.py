@@ -26,9 +26,10 @@ __all__ = ["set_up"]
 
 
 async def set_up(
-    protocol: ClientConnection, host: str, port: int, config: ConnectionConfig
+    protocol: ClientConnection, host: str, port: int, config: ConnectionConfig, overall: float
 ) -> tuple[ByteStream, Ready]:
-    """Drive ``protocol`` through its setup; the stream it ended on, ready for requests.
+    """Drive ``protocol`` through its setup, all of it by ``overall`` (trio's clock); the
+    stream it ended on, ready for requests.
 
     Failures raise the connection's typed error (transcript attached); the
     stream is closed on every way out but success.
@@ -43,7 +44,7 @@ async def set_up(
             # the scope (a cancelled scope stays cancelled); the next step opens a new one.
             with trio.CancelScope() as scope:
                 while not scope.cancel_called:
-                    step = protocol.next_step(now())
+                    step = protocol.next_step(now(), overall=overall)
                     action = step.action
                     if isinstance(action, Read):
                         assert stream is not None

@@ -63,6 +63,8 @@ NOT_FOR_A_PLAIN_CONNECTION = frozenset(
         "kafkacompat.connection._request_pipeline",  # made by the first request
         "kafkacompat.negotiation.capability_changes",  # read on a reconnect
         "kafkacompat.reference.api_names",
+        "kafkacompat.negotiation.handshake.identity",  # KIP-1242: the cluster layer's identity and memory
+        "kafkacompat.negotiation.peer_kind",  # a first contact that is not Kafka: naming it
         "kafkacompat.negotiation.handshake.legacy",  # pre-0.10 brokers only: the probe and the check
         "kafkacompat.negotiation.handshake.legacy_probe",
         "kafkacompat.negotiation.features",

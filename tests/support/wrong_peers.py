@@ -25,7 +25,15 @@ from pathlib import Path
 
 import trustme
 
-__all__ = ["closing_port", "nothing_listens", "silent_port", "text_server", "tls_listener", "web_server"]
+__all__ = [
+    "closing_port",
+    "nothing_listens",
+    "silent_port",
+    "ssh_server",
+    "text_server",
+    "tls_listener",
+    "web_server",
+]
 
 HOLD = 30.0  # seconds a peer keeps a connection it does not close at once
 
@@ -90,6 +98,12 @@ def _close(conn: socket.socket) -> None:
     conn.close()
 
 
+def _greet_as_ssh(conn: socket.socket) -> None:
+    with conn, contextlib.suppress(OSError):
+        conn.sendall(b"SSH-2.0-OpenSSH_9.6p1 Debian-3\r\n")  # what sshd says first, before reading
+        time.sleep(HOLD)
+
+
 def silent_port() -> contextlib.AbstractContextManager[str]:
     return _serving(_hold)
 
@@ -100,6 +114,10 @@ def text_server() -> contextlib.AbstractContextManager[str]:
 
 def closing_port() -> contextlib.AbstractContextManager[str]:
     return _serving(_close)
+
+
+def ssh_server() -> contextlib.AbstractContextManager[str]:
+    return _serving(_greet_as_ssh)
 
 
 @contextlib.contextmanager

@@ -25,11 +25,11 @@ DRIVERS = {"trio": TrioConnection, "asyncio": AsyncioConnection, "blocking": Blo
 OPENERS = {"trio": open_trio, "asyncio": open_asyncio, "blocking": open_blocking_connection}
 #: Closing is the loop's spelling: ``aclose`` for a coroutine, ``close`` without a loop.
 CLOSE = {"trio": "aclose", "asyncio": "aclose", "blocking": "close"}
-#: Keyword-only parameters one driver adds to ``open``/``reconnect`` and its opener, and why.
+#: Parameters one driver adds to ``open``/``reconnect``, and why.
 LOOP_ONLY = {
     "trio": {"nursery"},  # the connection's tasks may live in the caller's nursery
     "asyncio": set(),
-    "blocking": {"timeout"},  # no cancel scope around a blocking call: the bound is a parameter
+    "blocking": set(),
 }
 
 
@@ -80,3 +80,14 @@ def test_a_bad_address_is_refused_when_the_connection_is_made(driver: str) -> No
         DRIVERS[driver]("no host\n", 9092)
     with pytest.raises(InvalidAddressError):
         DRIVERS[driver]("127.0.0.1", 70000)
+
+
+@pytest.mark.parametrize("driver", sorted(DRIVERS))
+def test_opening_has_one_deadline_spelled_the_same_on_every_driver(driver: str) -> None:
+    """``timeout``, keyword-only, default None (the config's ``call_timeout``): the connection
+    passes it to ``ClientConnection.next_step(now, overall=...)`` (issue 29)."""
+    cls = DRIVERS[driver]
+    for function in (cls.open, cls.reconnect, OPENERS[driver]):
+        parameter = inspect.signature(function).parameters["timeout"]
+        assert parameter.kind is inspect.Parameter.KEYWORD_ONLY and parameter.default is None, function
+        assert str(parameter.annotation) == "float | None", function

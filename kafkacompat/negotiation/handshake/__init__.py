@@ -15,13 +15,17 @@ Where each part lives:
 - ``types``: the actions, the result, and the quick twins that build them.
 - ``transcript``: what was tried, for every error and report.
 
-The names below are the ones the rest of the package uses.
+The names below are the ones the rest of the package uses.  ``BrokerIdentity`` and
+``ApiVersionsMemory`` load on first use: only the cluster layer makes them, so a
+connection made on its own never loads ``identity``.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from kafkacompat._lazy import lazy_exports as _lazy_exports
 from kafkacompat.negotiation.handshake.config import CODEC_MAX_VERSION, HandshakeConfig, release_ranges
-from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake.machine import ApiVersionsHandshake
 from kafkacompat.negotiation.handshake.table import TRANSITIONS, Event, State, Transition
 from kafkacompat.negotiation.handshake.transcript import HandshakeAttempt, HandshakeTranscript
@@ -35,6 +39,11 @@ from kafkacompat.negotiation.handshake.types import (
     SendProbe,
     SendRequest,
 )
+
+if TYPE_CHECKING:
+    from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
+
+__getattr__ = _lazy_exports(__name__, {"ApiVersionsMemory": "identity", "BrokerIdentity": "identity"})
 
 __all__ = [
     "CODEC_MAX_VERSION",

@@ -15,18 +15,21 @@ import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kafkacompat._version import __version__
 from kafkacompat.errors import ClientSoftwareWarning, EncodeError, HandshakeConfigError, NegotiationError
-from kafkacompat.negotiation.handshake.identity import IDENTITY_VERSION, BrokerIdentity
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
+
+if TYPE_CHECKING:  # an identity is the cluster layer's (KIP-1242): a plain connection never loads it
+    from kafkacompat.negotiation.handshake.identity import BrokerIdentity
 
 __all__ = [
     "CODEC_MAX_VERSION",
     "DEFAULT_QUIET_PERIOD",
     "FIRST_SOFTWARE_FIELDS_VERSION",
+    "IDENTITY_VERSION",
     "SOFTWARE_FIELD_PATTERN",
     "HandshakeConfig",
     "check_correlation_id",
@@ -41,6 +44,9 @@ CODEC_MAX_VERSION: Final[int] = min(
 
 # KIP-511 added ClientSoftwareName/Version in v3; below it they are not on the wire.
 FIRST_SOFTWARE_FIELDS_VERSION: Final[int] = 3
+
+#: KIP-1242: the first ApiVersions version that carries ClusterId and NodeId.
+IDENTITY_VERSION: Final = 5
 
 # The pattern Kafka brokers validate both software fields against (KIP-511).
 SOFTWARE_FIELD_PATTERN: Final = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")

@@ -47,7 +47,6 @@ from kafkacompat.errors import ClusterMismatchError, HandshakeConfigError
 
 __all__ = [
     "COORDINATOR_ID_FLOOR",
-    "IDENTITY_VERSION",
     "ApiVersionsMemory",
     "BrokerIdentity",
     "broker_node_id",
@@ -56,8 +55,6 @@ __all__ = [
     "identity_for",
 ]
 
-#: The first ApiVersions version that carries ClusterId and NodeId.
-IDENTITY_VERSION: Final = 5
 _INT32_MAX: Final = 2**31 - 1
 #: Connection ids at or above this are coordinator ids (``INT32_MAX - broker id``): no Kafka
 #: deployment numbers its brokers above 2**30, and coordinator ids all lie above it.

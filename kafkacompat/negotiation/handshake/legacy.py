@@ -22,6 +22,7 @@ from kafkacompat.errors import BrokerTooOldError, DecodeError
 from kafkacompat.negotiation.handshake.config import HandshakeConfig, release_ranges
 from kafkacompat.negotiation.handshake.legacy_probe import (
     NOT_KAFKA,
+    NOT_KAFKA_OVER_TLS,
     SKIPPING_RELEASE,
     LegacyCheck,
     judge_probe_reply,
@@ -54,8 +55,9 @@ class Conclusion(NamedTuple):
 class LegacySteps:
     """The probe's and the 0.8.x check's state, for one handshake."""
 
-    def __init__(self, config: HandshakeConfig) -> None:
+    def __init__(self, config: HandshakeConfig, *, plaintext: bool = True) -> None:
         self.config = config
+        self.plaintext = plaintext  # a closing peer may be a TLS listener: the check asks it last
         # The Metadata v0 probe (rule 9): its correlation id while its reply is due, whether
         # it was written after the ApiVersions request now awaited, the connection it went on,
         # the flags the attempt it follows takes, and the accepted answer kept while it drains.
@@ -82,7 +84,9 @@ class LegacySteps:
         """The next probe (or check request) to write, at ``correlation_id``, behind ``headers``."""
         self.probe_id = correlation_id
         if self.check is not None:
-            return SendProbe(correlation_id, self.check.frame(correlation_id, headers))
+            step = self.check.step
+            what = f"the {step.asks} check request" if step.request is not None else f"the {step.asks}"
+            return SendProbe(correlation_id, self.check.frame(correlation_id, headers), what)
         return SendProbe(correlation_id, probe_frame(correlation_id, headers))
 
     def judge_probe(self, body: bytes, version: int) -> Conclusion:
@@ -104,7 +108,7 @@ class LegacySteps:
     # -- rule 10: the 0.8.x check --------------------------------------------------------
 
     def start_check(self) -> None:
-        self.check = LegacyCheck()
+        self.check = LegacyCheck(self.plaintext)
 
     def check_answered(self, body: bytes) -> Conclusion:
         check = self.check
@@ -129,8 +133,15 @@ class LegacySteps:
             return self._named("check-named-on-close", release, needs_new_connection=True)
         if go_on:
             return Conclusion("check-closed")
+        return self.not_kafka()
+
+    def not_kafka(self) -> Conclusion:
+        """Closed on every Kafka request (and, over plaintext, on the TLS question): no Kafka broker."""
+        check = self.check
+        assert check is not None
         detail = "; ".join(check.evidence)
-        return Conclusion(failure=failure_verdict("not-kafka", detail, BrokerTooOldError, NOT_KAFKA))
+        message = NOT_KAFKA if self.plaintext else NOT_KAFKA_OVER_TLS
+        return Conclusion(failure=failure_verdict("not-kafka", detail, BrokerTooOldError, message))
 
     def _named(self, outcome: str, release: str, *, needs_new_connection: bool) -> Conclusion:
         assert self.check is not None

@@ -32,7 +32,10 @@ keys each 0.8 release added tell them apart, read in their source (tags 0.8.0
 to 0.8.2.2: an unknown key closes, a known one is parsed): Heartbeat (key 12,
 0.8.2 parses it and, having no handler, answers an error; no side effect),
 else OffsetFetch v0 (key 9, 0.8.1; an empty request reads no offsets), else
-0.8.0.
+0.8.0.  Closed on Metadata v0 too, a plaintext connection asks once more, with
+a TLS ClientHello (``peer_kind``): a TLS listener that drops plaintext without
+a word (Python's ``ssl`` does) answers it with a TLS record, which names it;
+anything else is no Kafka broker.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from kafkacompat.protocol.messages import (
 
 __all__ = [
     "NOT_KAFKA",
+    "NOT_KAFKA_OVER_TLS",
     "SKIPPING_RELEASE",
     "CheckStep",
     "LegacyCheck",
@@ -66,12 +70,15 @@ __all__ = [
 #: The release whose behaviour "skips ApiVersions and serves on" names (0.9.0.0 and 0.9.0.1).
 SKIPPING_RELEASE: Final = "0.9.0"
 _METADATA_V0: Final = 0
-#: Why a broker that closed on ApiVersions and on Metadata v0 is no Kafka broker here.
+#: Why a peer that closed on ApiVersions, on Metadata v0 and on a TLS ClientHello is no Kafka broker.
 NOT_KAFKA: Final = (
-    "the connection closed on ApiVersions at every version and on Metadata v0, which every Kafka "
-    "release answers (brokers older than 0.10 close on ApiVersions only): the listener expects "
-    "TLS (a TLS listener drops plaintext without a word), or it is not a Kafka broker; configure "
-    "fallback_release (e.g. '0.8.2') if it is Kafka all the same"
+    "not a Kafka broker nor a TLS listener: the peer closed on ApiVersions (every version), Metadata v0 "
+    "(every Kafka answers it) and a TLS ClientHello; set fallback_release if it is Kafka"
+)
+#: The same, over TLS: the TLS handshake succeeded, so the peer does speak TLS.
+NOT_KAFKA_OVER_TLS: Final = (
+    "not a Kafka broker: the peer closed on ApiVersions (every version) and Metadata v0 (every Kafka "
+    "answers it), over TLS; set fallback_release if it is Kafka all the same"
 )
 
 
@@ -80,11 +87,14 @@ class CheckStep:
     """One step of the 0.8.x check: the request, and what its answer or a close means.
 
     ``answered`` / ``closed``: the release that settles it (None: go on, or for
-    Metadata v0 closed, no Kafka at all).
+    Metadata v0 closed, the TLS question; no Kafka at all after it).  ``asks``
+    names the request in a sentence.  The TLS question's request is no Kafka
+    request (``request`` None): its bytes are ``peer_kind.TLS_CLIENT_HELLO``.
     """
 
     name: str
-    request: KafkaMessage
+    asks: str
+    request: KafkaMessage | None
     version: int
     answered: str | None
     closed: str | None
@@ -94,21 +104,27 @@ class CheckStep:
 
 _STEPS: Final = (
     CheckStep(
-        "metadata", MetadataRequest(topics=[]), 0, None, None,
+        "metadata", "Metadata v0", MetadataRequest(topics=[]), 0, None, None,
         "Metadata v0 was answered: a Kafka broker older than 0.10 that closes on ApiVersions (0.8.x)",
         "Metadata v0 closed the connection too: no Kafka broker answers so",
     ),
     CheckStep(
-        "heartbeat", HeartbeatRequest(group_id="kafkacompat-probe", generation_id=-1, member_id=""),
-        0, "0.8.2", None,
+        "heartbeat", "Heartbeat v0",
+        HeartbeatRequest(group_id="kafkacompat-probe", generation_id=-1, member_id=""), 0, "0.8.2", None,
         "Heartbeat (key 12) was answered: 0.8.2 parses it (0.8.0 and 0.8.1 close on it)",
         "Heartbeat (key 12) closed the connection: older than 0.8.2",
     ),
     CheckStep(
-        "offset-fetch", OffsetFetchRequest(group_id="kafkacompat-probe", topics=[]), 0, "0.8.1", "0.8.0",
+        "offset-fetch", "OffsetFetch v0",
+        OffsetFetchRequest(group_id="kafkacompat-probe", topics=[]), 0, "0.8.1", "0.8.0",
         "OffsetFetch v0 (key 9) was answered: 0.8.1 (0.8.0 closes on it)",
         "OffsetFetch v0 (key 9) closed the connection: 0.8.0",
     ),
+)
+_TLS_QUESTION: Final = CheckStep(
+    "tls", "TLS ClientHello", None, 0, None, None,
+    "a TLS ClientHello was answered with a Kafka frame: neither TLS nor Kafka",
+    "a TLS ClientHello closed the connection too: no TLS listener either",
 )
 _REPLIES: Final[dict[str, type[KafkaMessage]]] = {
     "metadata": MetadataResponse, "heartbeat": HeartbeatResponse, "offset-fetch": OffsetFetchResponse,
@@ -116,22 +132,40 @@ _REPLIES: Final[dict[str, type[KafkaMessage]]] = {
 
 
 class LegacyCheck:
-    """Which 0.8.x release closes on ApiVersions: one request per step, in order (see Theory)."""
+    """Which 0.8.x release closes on ApiVersions: one request per step, in order (see Theory).
 
-    def __init__(self) -> None:
+    ``plaintext``: the connection has no TLS of its own, so a peer closing on Metadata
+    v0 is asked with a TLS ClientHello before it is called no Kafka broker.
+    """
+
+    def __init__(self, plaintext: bool = True) -> None:
         self._index = 0
+        self._plaintext = plaintext
         self.evidence: list[str] = []
 
     @property
     def step(self) -> CheckStep:
-        return _STEPS[self._index]
+        return _TLS_QUESTION if self._index < 0 else _STEPS[self._index]
+
+    @property
+    def asking_tls(self) -> bool:
+        """The TLS question is on the wire: a peer that closed on every Kafka request."""
+        return self._index < 0
 
     def frame(self, correlation_id: int, headers: RequestHeaders) -> bytes:
-        return headers.request(self.step.request, self.step.version, correlation_id)
+        step = self.step
+        if step.request is None:
+            from kafkacompat.negotiation.peer_kind import TLS_CLIENT_HELLO  # a peer that closes on Kafka only
+
+            return TLS_CLIENT_HELLO
+        return headers.request(step.request, step.version, correlation_id)
 
     def answered(self, body: bytes) -> tuple[str | None, DecodeError | None]:
         """(the release named, or None to go on with the next step; a reply that cannot be read)."""
         step = self.step
+        if step.request is None:  # a Kafka frame in answer to a ClientHello: nothing to read in it
+            self.evidence.append(step.evidence_answered)
+            return None, DecodeError("a Kafka frame in answer to a TLS ClientHello", what="TLS answer")
         try:
             _REPLIES[step.name].decode(body, step.version)
         except DecodeError as exc:
@@ -146,6 +180,10 @@ class LegacyCheck:
         step = self.step
         self.evidence.append(step.evidence_closed)
         if step.name == "metadata":
+            if self._plaintext:
+                self._index = -1  # the TLS question, on a new connection
+            return None, self._plaintext
+        if step.name == "tls":
             return None, False
         if step.closed is None:
             self._index += 1

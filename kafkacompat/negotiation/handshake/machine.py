@@ -21,10 +21,11 @@ action             events the driver may report
 ``ReceiveReply``   ``received_frame(frame)`` (a frame without its size prefix, as
                    ``FrameSplitter`` yields it) or ``received(body)`` (the bytes
                    after the correlation id), ``connection_closed()``,
-                   ``timed_out()``, ``foreign_bytes(data)`` (a bad size prefix:
-                   ``check_frame_size`` raised ``WrongProtocolError``), and
-                   ``quiet()`` when ``action.quiet_period`` is set and that many
-                   seconds passed without a frame
+                   ``timed_out()`` (``silent=True`` when not one byte came on
+                   this connection), ``foreign_bytes(data)`` (the bytes read
+                   are another protocol's: ``peer_kind.name_peer`` names them),
+                   and ``quiet()`` when ``action.quiet_period`` is set and that
+                   many seconds passed without a frame
 ``Done``           none: ``action.result``; reconnect first if
                    ``action.needs_new_connection``
 ``Fail``           none: raise ``action.error``; close the connection if
@@ -66,6 +67,7 @@ from kafkacompat.errors import (
     DecodeError,
     HandshakeStateError,
     KafkaTimeoutError,
+    SilentPeerError,
     TransportError,
 )
 from kafkacompat.negotiation.handshake.config import (
@@ -74,7 +76,6 @@ from kafkacompat.negotiation.handshake.config import (
     HandshakeConfig,
     check_correlation_id,
 )
-from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake.reply import (
     API_VERSIONS_KEY,
     Verdict,
@@ -105,11 +106,15 @@ from kafkacompat.negotiation.handshake.types import (
     SendRequest,
     quick,
 )
-from kafkacompat.protocol.framing import DEFAULT_HEADERS, RequestHeaders, sniff_foreign_protocol
+from kafkacompat.protocol.framing import DEFAULT_HEADERS, RequestHeaders, foreign_kind
 from kafkacompat.protocol.reply_limits import ReplyLimits
 from kafkacompat.protocol.versions import VersionRange
 
-if TYPE_CHECKING:  # loaded when a broker is quiet or closes at v0: see legacy's doc
+if TYPE_CHECKING:
+    # An identity and the memory are the cluster layer's (KIP-1242): a plain connection loads neither.
+    from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
+
+    # Loaded when a broker is quiet or closes at v0: see legacy's doc.
     from kafkacompat.negotiation.handshake.legacy import Conclusion, LegacySteps
 
 __all__ = ["ApiVersionsHandshake"]
@@ -145,8 +150,12 @@ class ApiVersionsHandshake:
         identity: BrokerIdentity | None = None,
         memory: ApiVersionsMemory | None = None,
         headers: RequestHeaders = DEFAULT_HEADERS,
+        plaintext: bool = True,
     ) -> None:
         self.config = HandshakeConfig() if config is None else config
+        # rule 10: a peer closing on every Kafka request over plaintext is asked with a TLS
+        # ClientHello last (over TLS there is nothing to ask)
+        self.plaintext = plaintext
         self.headers = headers  # the connection's request header: its client id (ConnectionConfig's)
         self.node = node
         # rule 11: sent at v5 only, both halves; rule 12: the address's advertised max
@@ -266,13 +275,28 @@ class ApiVersionsHandshake:
         self._legacy_steps().probing(self._connections)
         self._take(_ON_QUIET, "quiet")
 
-    def timed_out(self) -> None:
+    def timed_out(self, *, silent: bool = False, waited: float | None = None) -> None:
+        """The deadline of the current step passed.
+
+        ``silent``: not one byte came on this connection since it opened (the driver
+        knows; ``waited``, when known, is how long since its first request was
+        written): a peer awaited for a reply is named silent (rule 5).
+        """
         self._expect(_ON_TIMED_OUT)
         if self._state is _DRAIN:
             self._notes.append("the Metadata v0 probe's reply did not come in time: its connection is closed")
             self._finish_drain(_ON_TIMED_OUT, "probe-unanswered")
             return
-        check = self._legacy.check if self._legacy is not None else None
+        legacy = self._legacy
+        check = legacy.check if legacy is not None else None
+        if check is not None and check.asking_tls and self._state is _RECEIVE:
+            assert legacy is not None
+            check.evidence.append("a TLS ClientHello got no answer: no TLS listener either")
+            self._conclude(_ON_TIMED_OUT, legacy.not_kafka())
+            return
+        if silent and self._state is _RECEIVE:
+            self._apply(_ON_TIMED_OUT, self._silence(waited))
+            return
         doing = (
             "connecting" if self._state is _CONNECT
             else f"on the {check.step.name} check request" if check is not None
@@ -285,6 +309,23 @@ class ApiVersionsHandshake:
         )
         detail = f"the deadline passed {doing}"
         self._apply(_ON_TIMED_OUT, failure_verdict("timeout", detail, KafkaTimeoutError, message))
+
+    def _silence(self, waited: float | None) -> Verdict:
+        """Rule 5: nothing at all came back on this connection to what it carried."""
+        from kafkacompat.negotiation.peer_kind import silence_sentence  # a silent peer only
+
+        legacy = self._legacy
+        check = legacy.check if legacy is not None else None
+        if check is not None:
+            asked, every_release = check.step.asks, check.step.name == "metadata"
+        else:
+            probed = legacy is not None and legacy.probed_connection == self._connections
+            asked = f"ApiVersions v{self._version}" + (", then Metadata v0" if probed else "")
+            every_release = probed  # 0.9 answers the probe, not ApiVersions
+        during = f" in {format(round(waited, 2), 'g')} s" if waited is not None else ""
+        detail = f"not one byte on connection {self._connections}{during} ({asked})"
+        message = silence_sentence(waited, asked, every_release)
+        return failure_verdict("silent", detail, SilentPeerError, message, waited=waited)
 
     def connection_closed(self) -> None:
         self._expect(_ON_CONNECTION_CLOSED)
@@ -384,7 +425,7 @@ class ApiVersionsHandshake:
         """A frame that is no pre-0.10 reply: the ApiVersions answer, or what is wrong with it."""
         if correlation_id == self._correlation_id:
             self._judge(data[4:])
-        elif sniff_foreign_protocol(data) is not None:
+        elif foreign_kind(data) is not None:
             self._apply(_ON_RECEIVED, foreign_verdict(data))
         elif correlation_id is None:
             self._apply(
@@ -476,7 +517,7 @@ class ApiVersionsHandshake:
         if self._legacy is None:
             from kafkacompat.negotiation.handshake.legacy import LegacySteps  # see legacy's doc
 
-            self._legacy = LegacySteps(self.config)
+            self._legacy = LegacySteps(self.config, plaintext=self.plaintext)
         return self._legacy
 
     def _conclude(self, event: Event, conclusion: Conclusion) -> None:

@@ -13,7 +13,7 @@ import operator
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Final, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 from kafkacompat.errors import (
     BrokerRejectedError,
@@ -31,9 +31,9 @@ from kafkacompat.negotiation.capabilities import sealed
 from kafkacompat.negotiation.handshake.config import (
     CODEC_MAX_VERSION,
     FIRST_SOFTWARE_FIELDS_VERSION,
+    IDENTITY_VERSION,
     HandshakeConfig,
 )
-from kafkacompat.negotiation.handshake.identity import IDENTITY_VERSION, BrokerIdentity
 from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
 from kafkacompat.negotiation.handshake.types import HandshakeResult, quick
 from kafkacompat.protocol.error_codes import (
@@ -43,9 +43,12 @@ from kafkacompat.protocol.error_codes import (
     UNSUPPORTED_VERSION,
     error_for,
 )
-from kafkacompat.protocol.framing import DEFAULT_HEADERS, RequestHeaders, sniff_foreign_protocol
+from kafkacompat.protocol.framing import DEFAULT_HEADERS, RequestHeaders, foreign_kind
 from kafkacompat.protocol.messages import ApiKey, ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
+
+if TYPE_CHECKING:  # an identity is the cluster layer's (KIP-1242): a plain connection never loads it
+    from kafkacompat.negotiation.handshake.identity import BrokerIdentity
 
 __all__ = [
     "API_VERSIONS_KEY",
@@ -131,7 +134,7 @@ def _judge_afresh(
 ) -> Verdict:
     response, layout, problems = _read(body, sent)
     if response is None:
-        if sniff_foreign_protocol(body) is not None:
+        if foreign_kind(body) is not None:
             return foreign_verdict(body)
         quirk = _zero_count_refusal(body)
         if quirk is not None:
@@ -231,16 +234,23 @@ def failure_verdict(
 
 
 def foreign_verdict(data: bytes) -> Verdict:
-    """Bytes of another protocol where a Kafka reply was expected."""
-    hint = sniff_foreign_protocol(data) or (
-        "the peer answered with bytes that are not a Kafka frame: the port or the "
-        "security protocol (PLAINTEXT, SSL, SASL_*) is wrong"
-    )
+    """Bytes of another protocol where a Kafka reply was expected, named by ``peer_kind``."""
+    from kafkacompat.negotiation.peer_kind import name_peer  # only a peer that is not Kafka needs it
+
+    named = name_peer(data)
+    if named is None:
+        message, kind = (
+            "the peer answered with bytes that are not a Kafka frame: the port or the "
+            "security protocol (PLAINTEXT, SSL, SASL_*) is wrong"
+        ), "other"
+    else:
+        message, kind = named.sentence, named.kind
     return Verdict(
         "foreign-protocol",
         f"first bytes {data[:8].hex(' ')}",
         error_type=WrongProtocolError,
-        message=hint,
+        message=message,
+        error_fields={"kind": kind, "first_bytes": bytes(data[:64])},
     )
 
 

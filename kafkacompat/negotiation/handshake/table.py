@@ -39,8 +39,13 @@ The rules the handshake follows (the groups of rows in ``TRANSITIONS``):
    the configured fallback release's table stands in, or rule 10 finds out.
    A close at v0 after the broker did answer ApiVersions is a transport failure.
 5. Silence (a timeout) fails with KafkaTimeoutError: slowness is not age, and
-   silence alone never makes the handshake send a lower ApiVersions.
-6. TLS or HTTP bytes fail with WrongProtocolError: wrong port or protocol.
+   silence alone never makes the handshake send a lower ApiVersions.  A peer
+   that sent not one byte on the connection by the deadline of a reply is
+   named silent (SilentPeerError, with what it was asked and for how long):
+   a Kafka broker that is up answers ApiVersions, or the Metadata v0 after it,
+   at once.
+6. Bytes of another protocol fail with WrongProtocolError naming it (TLS,
+   HTTP, SSH, text: ``peer_kind``): wrong port or protocol.
 7. INVALID_REQUEST fails and the connection must be closed; at v3+ the likely
    cause is the client software fields.  Other error codes fail by name.
 8. An OK reply is accepted even when key 18's advertised range leaves out the
@@ -57,11 +62,13 @@ The rules the handshake follows (the groups of rows in ``TRANSITIONS``):
    costs the connection, not the answer).
 10. Closed even at v0, nothing answered, no fallback configured: check on new
     connections, one request at a time (``legacy_probe.LegacyCheck``).  Metadata
-    v0 closed too: no Kafka answers so, BrokerTooOldError (a TLS listener, or
-    not Kafka).  Answered: 0.8.x; then Heartbeat answered names 0.8.2, else
-    OffsetFetch v0 answered names 0.8.1, else 0.8.0 (the keys each release
-    added; its table stands in).  At most two connections beyond
-    ``max_connections``.
+    v0 closed too: no Kafka answers so; over plaintext a last connection asks
+    with a TLS ClientHello, and a TLS record back fails with WrongProtocolError
+    (a TLS listener, which drops plaintext without a word); closed or
+    unanswered, BrokerTooOldError (not Kafka).  Metadata v0 answered: 0.8.x;
+    then Heartbeat answered names 0.8.2, else OffsetFetch v0 answered names
+    0.8.1, else 0.8.0 (the keys each release added; its table stands in).  At
+    most two connections beyond ``max_connections``.
 
 11. KIP-1242 (v5): a connection that knows which broker it meant to reach
     (node id and cluster id, ``identity``) sends both; one without
@@ -150,7 +157,7 @@ _RECONNECT = "reconnect and retry at v{version}"
 _STEP_DOWN = "reconnect one flexible version lower, at v{version}"
 _CHECK = "reconnect and ask Metadata v0: Kafka older than 0.10?"
 _NEXT_CHECK = "write the next check request"
-_NOT_KAFKA = "fail: no Kafka answer at all (TLS listener, or not Kafka)"
+_NOT_KAFKA = "fail: no Kafka answer at all (not Kafka, nor TLS)"
 _STAND_IN = "use the fallback release's table"
 _BROKE = "fail: the connection broke"
 _SILENCE = "fail: silence is not a downgrade signal"
@@ -192,6 +199,7 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
     _T(_S, _E.TIMED_OUT,         "timeout",                   _F, _SILENCE),
     _T(_R, _E.TIMED_OUT,         "timeout",                   _F, _SILENCE),
     _T(_P, _E.TIMED_OUT,         "timeout",                   _F, _SILENCE),
+    _T(_R, _E.TIMED_OUT,         "silent",                    _F, "fail: the peer said nothing at all"),
     # 6: another protocol answers
     _T(_R, _E.FOREIGN_BYTES,     "foreign-protocol",          _F, _FOREIGN),
     _T(_R, _E.RECEIVED,          "foreign-protocol",          _F, _FOREIGN),
@@ -222,6 +230,7 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
     _T(_P, _E.CONNECTION_CLOSED, "check-named-on-close",      _D, "use the table of the release it names"),
     _T(_R, _E.CONNECTION_CLOSED, "not-kafka",                 _F, _NOT_KAFKA),
     _T(_P, _E.CONNECTION_CLOSED, "not-kafka",                 _F, _NOT_KAFKA),
+    _T(_R, _E.TIMED_OUT,         "not-kafka",                 _F, _NOT_KAFKA),
 )
 # fmt: on
 

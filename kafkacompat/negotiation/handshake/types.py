@@ -69,10 +69,12 @@ class SendRequest(NamedTuple):
 
 
 class SendProbe(NamedTuple):
-    """Write ``frame``: the Metadata v0 probe, on the connection ApiVersions went quiet on."""
+    """Write ``frame``: the Metadata v0 probe, on the connection ApiVersions went quiet on, or
+    a request of the check of a peer that closes on ApiVersions (``what`` says which)."""
 
     correlation_id: int
     frame: bytes
+    what: str = "the Metadata v0 probe"
 
 
 class ReceiveReply(NamedTuple):

@@ -13,6 +13,7 @@ against the cluster's CA and refuse it against another CA.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -24,7 +25,7 @@ import kafkacompat
 import kafkacompat.aio
 from kafkacompat.blocking.connection import open_blocking_connection
 from kafkacompat.connection.config import ConnectionConfig, SaslConfig, Secret, TlsConfig
-from kafkacompat.errors import AuthenticationError, KafkaCompatError
+from kafkacompat.errors import AuthenticationError, KafkaCompatError, WrongProtocolError
 from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
 from kafkacompat.testing import ApacheKafka
 from tests.integration.apache.conftest import USERS
@@ -120,6 +121,23 @@ async def test_tls_is_verified(apache_cluster: ApacheKafka, driver: str, tmp_pat
     misnamed = TlsConfig(ca_file=ca_file, server_hostname="kafka.example.com")
     error = await refused(metadata_through(driver, address, _config(tls=misnamed)))
     assert isinstance(error, AuthenticationError) and "kafka.example.com" in str(error), repr(error)
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+async def test_plaintext_to_the_ssl_listener_is_named_a_tls_listener(
+    apache_cluster: ApacheKafka, driver: str
+) -> None:
+    """Issue 27's first contact against the real thing: Kafka's SSL listener, reached without TLS,
+    is named a TLS listener (from its own TLS answer, or the ClientHello asked after its closes),
+    on every driver, at once and without a retry."""
+    address = apache_cluster.ssl_bootstrap
+    assert address is not None
+    started = time.monotonic()
+    error = await refused(metadata_through(driver, address, _config()))
+    took = time.monotonic() - started
+    assert isinstance(error, WrongProtocolError) and error.kind == "tls", repr(error)
+    assert str(error).startswith("TLS listener: the peer answered with a TLS record")
+    assert took < 5.0, took
 
 
 async def test_plain_login_through_the_cli(

@@ -3,7 +3,7 @@
 The classes: unreachable (a closed port), not Kafka (an HTTP server), TLS
 mismatch (plaintext to a TLS listener, TLS to a plaintext one, an unknown CA),
 authentication failed (wrong password; no credentials for a SASL listener),
-too old (an emulated 0.9 broker).  Each runs ``python -m kafkacompat.cli`` as
+not Kafka (a port that closes on everything), a silent peer.  Each runs ``python -m kafkacompat.cli`` as
 a child process, in text and in JSON: a failure prints no JSON at all.
 """
 
@@ -117,9 +117,10 @@ async def test_sasl_listener_without_credentials(run_cli: Runner, emulated_clust
     assert line.endswith("(or sasl.* in --command-config)")
 
 
-async def test_too_old_or_not_kafka(run_cli: Runner, nursery: trio.Nursery) -> None:
-    # A port that closes every connection at once: on ApiVersions, and on the Metadata v0 that
-    # every Kafka answers (0.8.x and 0.9 are recognised and inspected; see tests/integration/legacy).
+async def test_a_port_closing_on_everything_is_not_kafka(run_cli: Runner, nursery: trio.Nursery) -> None:
+    # A port that closes every connection at once: on ApiVersions, on the Metadata v0 that every
+    # Kafka answers (0.8.x and 0.9 are recognised and inspected; see tests/integration/legacy), and
+    # on the TLS ClientHello asked last (a TLS listener answers it).
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
 
     async def close_at_once(stream: trio.SocketStream) -> None:
@@ -129,9 +130,10 @@ async def test_too_old_or_not_kafka(run_cli: Runner, nursery: trio.Nursery) -> N
     address = f"127.0.0.1:{listeners[0].socket.getsockname()[1]}"
     for fmt in ("text", "json"):
         result = await run_cli("inspect", address, "--format", fmt, *FAST)
-        line = one_sentence(result, "inspect", "too old, or not Kafka")
-        assert "and on Metadata v0, which every Kafka answers" in line
-        assert line.count("--fallback-release 0.8.2") == 1 and len(line) < 220, line
+        line = one_sentence(result, "inspect", "not a Kafka broker")
+        assert "Metadata v0 (every Kafka answers it) and a TLS ClientHello" in line
+        assert line.count("--fallback-release 0.8.2") == 1 and len(line) < 200, line
+        assert "--tls" not in line  # it is no TLS listener: it closed on the ClientHello too
 
 
 @pytest.mark.parametrize(
@@ -179,4 +181,5 @@ async def test_deadline_bound_for_a_silent_peer(run_cli: Runner) -> None:
             result = await run_cli("inspect", address, "--timeout", "1", "--retries", "1")
         nursery.cancel_scope.cancel()
     line = one_sentence(result, "inspect", "no answer")
-    assert line.endswith("; if this listener uses TLS, add --tls (security.protocol=SSL)")
+    assert "the peer accepted the connection but answered nothing in 1 s" in line  # --timeout's second
+    assert "--tls" not in line  # a TLS listener is never silent: it answers plaintext, or closes on it

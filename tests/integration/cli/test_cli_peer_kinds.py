@@ -18,7 +18,7 @@ from kafkacompat.testing import ThreadedCluster
 from tests.integration.cli.cli_runner import Runner
 from tests.support import wrong_peers
 
-FEW_SECONDS = 8.0  # the diagnosis takes about 1 s plus 2.5 s of silence; the rest is slack for slow machines
+FEW_SECONDS = 8.0  # a silent port is named after first_contact_timeout (5 s); the rest is slack for load
 
 
 @pytest.fixture

@@ -13,7 +13,8 @@ that is not Kafka).
 
 The commands run in this process, many at once (each is mostly waiting on its
 peer), each thread's stdout and stderr caught on their own: the walk costs
-about the slowest case, the silent port's few seconds.
+about the slowest case, the silent port's five seconds (its first contact's
+deadline, not retried).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from kafkacompat.cli import main
 from kafkacompat.testing import ThreadedCluster
 from tests.support import wrong_peers
 
-BOUND = 20.0  # seconds per command: the silent port is named after ~1 s plus 3 s of silence; slack for load
+BOUND = 20.0  # seconds per command: a silent port is named after first_contact_timeout (5 s); slack
 COMMANDS: tuple[tuple[str, ...], ...] = (
     ("inspect",),
     ("inspect", "--all-brokers", "--format", "json"),

@@ -31,6 +31,7 @@ from kafkacompat.errors import (
     KafkaTimeoutError,
     NegotiationError,
     ProtocolError,
+    SilentPeerError,
     TransportError,
     WrongProtocolError,
 )
@@ -75,8 +76,9 @@ class Case:
     to_broker: Sequence[Fault] = ()
 
 
-# At most the handshake's step-down (v4, v3, v0) and the Metadata v0 check after it.
-MAX_PROXY_CONNECTIONS = 4
+# At most the handshake's step-down (v5, v3, v0), the Metadata v0 check after it, and the TLS
+# ClientHello asked last of a peer that closed on all of them.
+MAX_PROXY_CONNECTIONS = 5
 FIRST = (1,)  # a fault on the first connection only: the handshake's reconnect at v0 is clean
 
 # fmt: off
@@ -285,14 +287,30 @@ def test_the_table_covers_every_fault_kind() -> None:
 
 
 async def test_a_stalled_handshake_times_out_without_a_downgrade(tansu: TansuBroker) -> None:
+    """A broker that says nothing is named silent (it could be a wrong port), never taken as old."""
     with trio.fail_after(DEADLINE):
         async with fault_proxy((tansu.host, tansu.port), to_client=[Fault.stall_after(0)]) as proxy:
             error = await _open_failure(proxy.address)
-    assert isinstance(error, KafkaTimeoutError), repr(error)
+    assert isinstance(error, SilentPeerError), repr(error)
+    transcript = error.transcript
+    assert transcript is not None
+    assert [(a.version, a.outcome) for a in transcript.attempts] == [(5, "silent")]
+    assert transcript.connections == 1 and len(proxy.connections) == 1
+    assert "answered nothing" in str(error)
+
+
+async def test_a_broker_stalled_after_its_first_bytes_times_out_without_a_downgrade(
+    tansu: TansuBroker,
+) -> None:
+    """Half an answer, then nothing: a timeout of the request, not silence, and no step down."""
+    rule = Fault.stall_after(6)  # the size prefix and part of the correlation id, then nothing
+    with trio.fail_after(DEADLINE):
+        async with fault_proxy((tansu.host, tansu.port), to_client=[rule]) as proxy:
+            error = await _open_failure(proxy.address)
+    assert isinstance(error, KafkaTimeoutError) and not isinstance(error, SilentPeerError), repr(error)
     transcript = error.transcript
     assert transcript is not None
     assert [(a.version, a.outcome) for a in transcript.attempts] == [(5, "timeout")]
-    assert transcript.connections == 1 and len(proxy.connections) == 1
     assert "not a sign of an old broker" in str(error)
 
 

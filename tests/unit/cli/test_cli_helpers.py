@@ -20,6 +20,7 @@ from kafkacompat.errors import (
     KafkaTimeoutError,
     NoBrokerReachableError,
     PeerClosedError,
+    SilentPeerError,
     TransportError,
     UnsupportedVersionError,
     WrongProtocolError,
@@ -68,19 +69,27 @@ def unreachable(*reasons: Exception) -> NoBrokerReachableError:
     ("error", "config", "starts", "hint"),
     [
         (unreachable(TransportError("connection refused")), PLAIN, "unreachable: h:0: connection", None),
-        (unreachable(KafkaTimeoutError("no answer")), PLAIN, "no answer: ", "add --tls"),
+        # A TLS listener answers plaintext or closes on it (and is asked): no TLS hint for silence.
+        (unreachable(KafkaTimeoutError("no answer")), PLAIN, "no answer: ", None),
         (unreachable(KafkaTimeoutError("no answer")), TLS, "no answer: ", None),
+        (SilentPeerError("the peer accepted the connection but said nothing"), PLAIN, "no answer: ", None),
         (unreachable(PeerClosedError("closed")), PLAIN, "connection closed: ", "it may require SASL"),
         (unreachable(PeerClosedError("closed")), SASL, "connection closed: ", None),
-        (WrongProtocolError("the peer answered with HTTP"), PLAIN, "not a Kafka broker: ", None),
+        (WrongProtocolError("the peer answered with HTTP", kind="http"), PLAIN, "not a Kafka broker: ", None),
         (
-            WrongProtocolError("the peer answered with a TLS alert"),
+            WrongProtocolError("the peer answered with a TLS alert", kind="tls"),
             PLAIN,
-            "not a Kafka broker: ",
+            "TLS listener: the peer answered with a TLS record",
             "add --tls",
         ),
-        (BrokerTooOldError("closed on v0", node="h:1"), PLAIN, "too old, or not Kafka: h:1 closed", "0.8.2"),
-        (BrokerTooOldError("closed on v0"), TLS, "too old, or not Kafka: ", "--fallback-release 0.8.2"),
+        (
+            BrokerTooOldError("closed on v0", node="h:1"),
+            PLAIN,
+            "not a Kafka broker: the peer closed on ApiVersions, Metadata v0 (every Kafka answers it) "
+            "and a TLS ClientHello",
+            "0.8.2",
+        ),
+        (BrokerTooOldError("closed on v0"), TLS, "not a Kafka broker: ", "--fallback-release 0.8.2"),
         (
             AuthenticationError("SCRAM-SHA-256 authentication as 'u' failed"),
             SASL,
@@ -189,3 +198,21 @@ def test_plain_and_live_progress() -> None:
     progress.step("n")
     progress.finish()
     assert quiet.getvalue() == ""
+
+
+def test_a_first_contact_failure_keeps_its_details_for_debug_out_of_the_line() -> None:
+    from kafkacompat.cli.failures import as_failure
+    from kafkacompat.negotiation.handshake import ApiVersionsHandshake
+
+    handshake = ApiVersionsHandshake(node="h:1")
+    handshake.connected()
+    handshake.request_sent()
+    handshake.foreign_bytes(b"HTTP/1.0 400 Bad request\r\n")
+    error = handshake.next_action().error  # type: ignore[union-attr]
+    failure = as_failure(error, PLAIN, "h:1")
+    line = failure.line("kafkacompat inspect")
+    said = "not a Kafka broker: the peer answered in HTTP (HTTP/1.0 400 Bad request)"
+    assert line == f"kafkacompat inspect: {said}"
+    notes = failure.__notes__
+    assert notes[0] == "the peer's first bytes: " + b"HTTP/1.0 400 Bad request\r\n".hex(" ")
+    assert "1. ApiVersions v5 on connection 1: foreign-protocol" in notes[1]

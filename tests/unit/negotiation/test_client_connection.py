@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 
 from kafkacompat.connection.client_connection import (
+    FIRST_CONTACT_CORRELATION_ID,
     ClientConnection,
     Phase,
     Read,
     Ready,
     SetupFailed,
+    Write,
 )
 from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.connection.config import SaslConfig as ClientSasl
@@ -21,6 +23,7 @@ from kafkacompat.errors import (
     KafkaTimeoutError,
     PipelineStateError,
     ProtocolError,
+    ReplyTooLargeError,
     TransportError,
     WrongProtocolError,
 )
@@ -67,9 +70,9 @@ def test_every_release_negotiates_and_answers_metadata(broker: BrokerProfile) ->
     assert {k: (r.lowest, r.highest) for k, r in ready.capabilities.api_ranges.items()} == {
         k: (r.lowest, r.highest) for k, r in broker.apis.items()
     }
-    # One counter from the first ApiVersions on: no gap, no reuse.
+    # One counter from the first ApiVersions on: no gap, no reuse; the first ends a text line.
     ids = [r.correlation_id for r in wire.records]
-    assert ids == list(range(len(ids)))
+    assert ids == list(range(FIRST_CONTACT_CORRELATION_ID, FIRST_CONTACT_CORRELATION_ID + len(ids)))
     if broker.api_versions_era is ApiVersionsEra.ABSENT and broker.release is not None:
         assert ready.handshake.detected_release == broker.release  # named by what it answers
     if METADATA not in broker.apis or broker.kind == "kraft-controller":
@@ -77,7 +80,7 @@ def test_every_release_negotiates_and_answers_metadata(broker: BrokerProfile) ->
     events = round_trip(client, wire, messages.MetadataRequest(topics=[]))
     assert len(events) == 1 and isinstance(events[0], ResponseReceived)
     assert wire.records[-1].api_key == METADATA
-    assert wire.records[-1].correlation_id == len(ids)
+    assert wire.records[-1].correlation_id == FIRST_CONTACT_CORRELATION_ID + len(ids)
 
 
 @pytest.mark.parametrize("release", ["0.10.0", "2.3", "3.9", "4.0"])
@@ -129,7 +132,8 @@ def test_sasl_follows_the_handshake_on_one_counter(release: str, mechanism: str)
     (event,) = round_trip(client, wire, messages.MetadataRequest(topics=[]))
     assert isinstance(event, ResponseReceived)
     framed = [r for r in wire.records if r.api_key != 36 or not raw]
-    assert [r.correlation_id for r in framed] == list(range(len(framed)))
+    first = FIRST_CONTACT_CORRELATION_ID
+    assert [r.correlation_id for r in framed] == list(range(first, first + len(framed)))
     assert wire.sockets == 1
 
 
@@ -156,6 +160,49 @@ def test_a_tls_answer_is_the_wrong_protocol() -> None:
     ended = client.next_action()
     assert isinstance(ended, SetupFailed) and isinstance(ended.error, WrongProtocolError)
     assert client.phase is Phase.FAILED
+
+
+@pytest.mark.parametrize(
+    ("answer", "kind", "says"),
+    [
+        (b"-ERR unknown command\r\n", "text", 'the peer answered in text ("-ERR unknown command")'),
+        (b"<!DOCTYPE HTML>\n<html lang", "http", "the peer answered in HTTP (<!DOCTYPE HTML>)"),
+        (b"SSH-2.0-OpenSSH_9.6\r\n", "ssh", "the peer is an SSH server (SSH-2.0-OpenSSH_9.6)"),
+    ],
+)
+def test_a_foreign_answer_to_the_first_request_is_named(answer: bytes, kind: str, says: str) -> None:
+    client = ClientConnection(node="b")
+    client.connected()
+    write = client.next_action()
+    assert isinstance(write, Write) and write.data[10:12] == b"\r\n"  # the first id ends a text line
+    client.written()
+    client.receive_data(answer)
+    ended = client.next_action()
+    assert isinstance(ended, SetupFailed) and type(ended.error) is WrongProtocolError
+    assert ended.error.kind == kind and says in str(ended.error) and ended.error.first_bytes == answer
+    assert ended.error.transcript.attempts[-1].outcome == "foreign-protocol"
+
+
+@pytest.mark.parametrize("then", ["closed", "timed_out"])
+def test_less_than_a_frame_of_text_is_named_when_the_peer_stops(then: str) -> None:
+    client = ClientConnection(node="b")
+    client.connected()
+    client.written()
+    client.receive_data(b"ok\n")  # three bytes: no size prefix yet
+    getattr(client, then)()
+    ended = client.next_action()
+    assert isinstance(ended, SetupFailed) and type(ended.error) is WrongProtocolError
+    assert ended.error.kind == "text"
+
+
+def test_a_binary_size_above_the_limits_stands_as_itself() -> None:
+    """Not recognised as another protocol: the size error stands (and names the ceiling)."""
+    client = ClientConnection(node="b")
+    client.connected()
+    client.written()
+    client.receive_data(b"\x7f\xff\xff\xff" + bytes(12))
+    ended = client.next_action()
+    assert isinstance(ended, SetupFailed) and type(ended.error) is ReplyTooLargeError
 
 
 def test_an_oversized_reply_is_refused_before_it_is_buffered() -> None:

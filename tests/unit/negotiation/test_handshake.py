@@ -26,6 +26,7 @@ from kafkacompat.errors import (
     KafkaTimeoutError,
     NegotiationError,
     ProtocolError,
+    SilentPeerError,
     TransportError,
     UnsupportedVersionError,
     WrongProtocolError,
@@ -50,6 +51,7 @@ from kafkacompat.negotiation.handshake import (
 from kafkacompat.negotiation.handshake.config import CODEC_MAX_VERSION
 from kafkacompat.negotiation.handshake.identity import BrokerIdentity
 from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
+from kafkacompat.negotiation.peer_kind import TLS_CLIENT_HELLO
 from kafkacompat.protocol.framing import FrameSplitter, decode_request
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
@@ -218,6 +220,10 @@ class Scenario:
     handshake: dict[str, Any] = field(default_factory=dict)  # ApiVersionsHandshake's own arguments
 
 
+class Kw(dict[str, Any]):
+    """The keyword arguments of a step, given last among its arguments."""
+
+
 def step(name: str, *args: Any) -> tuple[str, tuple[Any, ...]]:
     return (name, args)
 
@@ -237,6 +243,7 @@ SCENARIOS: dict[tuple[State, Event, str], Scenario] = {
     (S, E.REQUEST_SENT, "sent"): Scenario(TO_RECEIVE),
     (S, E.TIMED_OUT, "timeout"): Scenario((CONNECTED, TIMED_OUT)),
     (Rc, E.TIMED_OUT, "timeout"): Scenario((*TO_RECEIVE, TIMED_OUT)),
+    (Rc, E.TIMED_OUT, "silent"): Scenario((*TO_RECEIVE, step("timed_out", Kw(silent=True, waited=5.0)))),
     (Rc, E.RECEIVED, "ok"): Scenario((*TO_RECEIVE, step("received", ok(CODEC_MAX)))),
     (Rc, E.RECEIVED, "unsupported-version"): Scenario((*TO_RECEIVE, step("received", NAMES_V3))),
     (Rc, E.RECEIVED, "no-lower-version"): Scenario(
@@ -290,7 +297,8 @@ SCENARIOS: dict[tuple[State, Event, str], Scenario] = {
 def play(scenario: Scenario) -> ApiVersionsHandshake:
     hs = ApiVersionsHandshake(HandshakeConfig(**scenario.config), node="broker:9092", **scenario.handshake)
     for name, args in scenario.steps:
-        getattr(hs, name)(*args)
+        keywords = args[-1] if args and isinstance(args[-1], Kw) else Kw()
+        getattr(hs, name)(*args[: len(args) - bool(keywords)], **keywords)
     return hs
 
 
@@ -463,13 +471,46 @@ def test_two_connections_go_straight_to_v0_after_a_close() -> None:
 def test_a_peer_that_closes_on_everything_even_metadata_is_no_kafka() -> None:
     run = drive(ApiVersionsHandshake(node="old:9092"), lambda v, c: Close)
     error = failure(run, BrokerTooOldError)
-    assert "0.10" in str(error) and "not a Kafka broker" in str(error) and "Metadata v0" in str(error)
-    assert "old:9092" in str(error)
+    said = str(error)
+    assert "not a Kafka broker nor a TLS listener" in said and "Metadata v0" in said and "old:9092" in said
     assert run.sent_versions == [CODEC_MAX, 3, 0]
-    # The three ApiVersions connections, then one for the Metadata v0 check (rule 10).
-    assert error.transcript.connections == 4 and error.transcript.round_trips == 0
-    assert sum(isinstance(a, SendProbe) for a in run.actions) == 1
+    # The three ApiVersions connections, one for the Metadata v0 check and one for the TLS
+    # question (rule 10).
+    assert error.transcript.connections == 5 and error.transcript.round_trips == 0
+    probes = [a for a in run.actions if isinstance(a, SendProbe)]
+    assert [p.what for p in probes] == ["the Metadata v0 check request", "the TLS ClientHello"]
+    assert probes[1].frame == TLS_CLIENT_HELLO
     assert not run.final.close_connection
+
+
+def test_a_peer_that_closes_on_every_kafka_request_and_answers_tls_is_a_tls_listener() -> None:
+    """Python's ssl server drops plaintext without a word (a reset): only the ClientHello names it."""
+    run = drive(ApiVersionsHandshake(node="tls:9093"), lambda v, c: TLS_ALERT if c == 5 else Close)
+    error = failure(run, WrongProtocolError)
+    assert error.kind == "tls" and str(error).startswith("TLS listener: the peer answered with a TLS record")
+    assert error.first_bytes == TLS_ALERT and error.transcript.connections == 5
+
+
+def test_over_tls_a_peer_that_closes_on_everything_is_not_asked_tls() -> None:
+    run = drive(ApiVersionsHandshake(node="tls:9093", plaintext=False), lambda v, c: Close)
+    error = failure(run, BrokerTooOldError)
+    assert "over TLS" in str(error) and "TLS listener" not in str(error)
+    assert error.transcript.connections == 4
+    assert all(a.frame != TLS_CLIENT_HELLO for a in run.actions if isinstance(a, SendProbe))
+
+
+def test_a_peer_silent_on_a_connection_is_named_silent_with_what_it_was_asked() -> None:
+    hs = play(Scenario(TO_RECEIVE))
+    hs.timed_out(silent=True, waited=4.999)
+    error = fail_of(hs).error
+    assert type(error) is SilentPeerError and error.waited == 4.999
+    assert "answered nothing in 5 s (ApiVersions v5)" in str(error) and "0.10 or later" in str(error)
+    assert hs.transcript.attempts[-1].outcome == "silent"
+    # After the quiet period the Metadata v0 probe went too: every release answers one of them.
+    probed = play(Scenario((*TO_RECEIVE, step("quiet"), SENT)))
+    probed.timed_out(silent=True, waited=5.0)
+    said = str(fail_of(probed).error)
+    assert "(ApiVersions v5, then Metadata v0); a Kafka broker that is up answers at once" in said
 
 
 def test_a_broker_that_closes_even_at_v0_uses_the_fallback_release_when_configured() -> None:

@@ -72,6 +72,7 @@ TO_CHECK = (CONNECTED, CLOSED, CONNECTED)
 AT_V0 = {"max_version": 0}
 HEARTBEAT_DUE = (*TO_CHECK, SENT, frame(1, METADATA_V0))
 HEARTBEAT_CLOSED = (*HEARTBEAT_DUE, SENT, CLOSED)
+TLS_ASKED = (*TO_CHECK, SENT, CLOSED, CONNECTED, SENT)  # Metadata v0 closed; the ClientHello written
 
 # The first ApiVersions request has correlation id 0, the probe after it 1.
 PROBE_REPLY = frame(1, METADATA_V0)
@@ -124,8 +125,10 @@ LEGACY_SCENARIOS: dict[tuple[State, Event, str], Scenario] = {
     (P, E.CONNECTION_CLOSED, "check-named-on-close"): Scenario(
         (*HEARTBEAT_CLOSED, CONNECTED, CLOSED), AT_V0
     ),
-    (Rc, E.CONNECTION_CLOSED, "not-kafka"): Scenario((*TO_CHECK, SENT, CLOSED), AT_V0),
-    (P, E.CONNECTION_CLOSED, "not-kafka"): Scenario((*TO_CHECK, CLOSED), AT_V0),
+    # Closed on Metadata v0 too: over plaintext the TLS question comes last, on a new connection.
+    (Rc, E.CONNECTION_CLOSED, "not-kafka"): Scenario((*TLS_ASKED, CLOSED), AT_V0),
+    (Rc, E.TIMED_OUT, "not-kafka"): Scenario((*TLS_ASKED, TIMED_OUT), AT_V0),
+    (P, E.CONNECTION_CLOSED, "not-kafka"): Scenario((*TO_CHECK, CLOSED), AT_V0, {"plaintext": False}),
 }
 LEGACY_ROWS = [t for t in TRANSITIONS if (t.source, t.event, t.outcome) in LEGACY_SCENARIOS]
 ACTION_OF = {C: Connect, S: SendRequest, P: SendProbe, Rc: ReceiveReply, DR: ReceiveReply, D: Done, F: Fail}

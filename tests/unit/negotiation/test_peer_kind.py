@@ -1,36 +1,20 @@
-"""The first-contact request and the classification of what a peer sends back (sans-I/O)."""
+"""Naming what answered a connection's first contact, and the TLS question asked of a closing peer."""
 
 from __future__ import annotations
 
+import ssl
+import struct
+
 import pytest
 
-from kafkacompat.negotiation.peer_kind import (
-    FIRST_CONTACT_CORRELATION_ID,
-    PeerKind,
-    classify,
-    first_contact_request,
-)
-from kafkacompat.protocol.framing import decode_request, encode_response
+from kafkacompat.connection.client_connection import FIRST_CONTACT_CORRELATION_ID
+from kafkacompat.negotiation.peer_kind import TLS_CLIENT_HELLO, name_peer, silence_sentence
+from kafkacompat.protocol.framing import encode_response
 from kafkacompat.protocol.messages import ApiVersionsResponse, MetadataResponse
 
 
-def _frames(data: bytes) -> list[bytes]:
-    frames = []
-    while data:
-        size = int.from_bytes(data[:4], "big")
-        frames.append(data[4 : 4 + size])
-        data = data[4 + size :]
-    return frames
-
-
-def test_the_first_request_is_two_valid_kafka_requests_and_ends_a_text_line_early() -> None:
-    data = first_contact_request()
-    first, second = (decode_request(frame) for frame in _frames(data))
-    assert (first.header.request_api_key, first.header.request_api_version) == (18, 0)
-    assert (second.header.request_api_key, second.header.request_api_version) == (3, 0)
-    assert first.header.correlation_id == FIRST_CONTACT_CORRELATION_ID
-    assert second.header.correlation_id == FIRST_CONTACT_CORRELATION_ID + 1
-    assert data.index(b"\r\n") < 12  # in the first request's header: a line reader answers before the rest
+def test_the_first_contact_id_ends_a_text_line() -> None:
+    assert FIRST_CONTACT_CORRELATION_ID.to_bytes(4, "big").endswith(b"\r\n")
 
 
 @pytest.mark.parametrize(
@@ -38,36 +22,73 @@ def test_the_first_request_is_two_valid_kafka_requests_and_ends_a_text_line_earl
     [
         encode_response(ApiVersionsResponse(error_code=35), 0, FIRST_CONTACT_CORRELATION_ID),
         encode_response(MetadataResponse(), 0, FIRST_CONTACT_CORRELATION_ID + 1),  # 0.9: no ApiVersions
+        struct.pack(">i", 16 << 20) + bytes(12),  # a huge Kafka-framed reply: its size stands, not a name
+        b"\x01\x02\x03\xff",
     ],
 )
-def test_a_kafka_answer_is_kafka(reply: bytes) -> None:
-    verdict = classify(reply)
-    assert verdict.is_kafka and verdict.sentence == ""
+def test_kafka_and_unknown_binary_bytes_are_not_named(reply: bytes) -> None:
+    assert name_peer(reply) is None
 
 
 @pytest.mark.parametrize(
     ("reply", "kind", "says"),
     [
-        (b"HTTP/1.0 400 Bad request\r\n\r\n", PeerKind.HTTP, "the peer answered in HTTP (HTTP/1.0 400"),
-        (b"<!DOCTYPE HTML>\n<html>", PeerKind.HTTP, "the peer answered in HTTP"),
-        (b"\x15\x03\x03\x00\x02\x02\x32", PeerKind.TLS, "add --tls"),
-        (b"SSH-2.0-OpenSSH_9.6\r\n", PeerKind.SSH, "the peer is an SSH server (SSH-2.0-OpenSSH_9.6)"),
-        (b"220 mail ESMTP ready\r\n", PeerKind.TEXT, 'the peer answered in text ("220 mail ESMTP ready")'),
-        (b"\x01\x02\x03\xff", PeerKind.OTHER, "4 byte(s) that are not a Kafka reply"),
+        (
+            b"HTTP/1.0 400 Bad request\r\n\r\n",
+            "http",
+            "not a Kafka broker: the peer answered in HTTP (HTTP/1.0 400",
+        ),
+        (b"<!DOCTYPE HTML>\n<html>", "http", "the peer answered in HTTP (<!DOCTYPE HTML>)"),
+        (b"<html><body>", "http", "the peer answered in HTTP"),
+        (b"\x15\x03\x03\x00\x02\x02\x32", "tls", "TLS listener: the peer answered with a TLS record"),
+        (b"\x16\x03\x03\x00\x38\x02\x00", "tls", "TLS listener: the peer answered with a TLS record"),
+        (b"SSH-2.0-OpenSSH_9.6\r\n", "ssh", "the peer is an SSH server (SSH-2.0-OpenSSH_9.6)"),
+        (b"220 mail ESMTP ready\r\n", "text", 'the peer answered in text ("220 mail ESMTP ready")'),
+        (b"-ERR unknown command\r\n", "text", 'the peer answered in text ("-ERR unknown command")'),
     ],
 )
-def test_other_peers_are_named_in_one_short_sentence(reply: bytes, kind: PeerKind, says: str) -> None:
-    verdict = classify(reply)
-    assert verdict.kind is kind and says in verdict.sentence
-    assert len(verdict.sentence) < 200 and "\n" not in verdict.sentence
-
-
-def test_silence_and_a_close_without_a_byte() -> None:
-    assert classify(b"", closed=True).kind is PeerKind.CLOSED
-    silent = classify(b"", waited=2.6)
-    assert silent.kind is PeerKind.SILENT and "answered nothing in 3 s" in silent.sentence
+def test_other_peers_are_named_in_one_short_sentence(reply: bytes, kind: str, says: str) -> None:
+    named = name_peer(reply)
+    assert named is not None and named.kind == kind and says in named.sentence, named
+    assert len(named.sentence) < 200 and "\n" not in named.sentence
+    assert named.first_bytes == reply[:64]
 
 
 def test_what_a_peer_sent_is_escaped_and_cut() -> None:
-    verdict = classify(b"+" + b"\x1b[31m" * 30 + b"\r\n")
-    assert "\x1b" not in verdict.sentence and len(verdict.sentence) < 200
+    named = name_peer(b"+" + b"\x7f" * 30 + b"abc" * 30 + b"\r\n")
+    assert named is None  # DEL is no text
+    named = name_peer(b"+" + b"x" * 100 + b"\r\n")
+    assert named is not None and named.sentence.endswith('...")') and len(named.sentence) < 120
+
+
+def test_silence_says_how_long_and_what_was_asked() -> None:
+    said = silence_sentence(5.0, "ApiVersions v5, then Metadata v0", every_release=True)
+    assert said.startswith("the peer accepted the connection but answered nothing in 5 s (ApiVersions v5")
+    assert "a Kafka broker that is up answers at once" in said
+    # Without the Metadata v0 probe, a 0.9 broker is silent too: the sentence says 0.10 or later.
+    assert "0.10 or later" in silence_sentence(2.25, "ApiVersions v5", every_release=False)
+
+
+def test_the_client_hello_is_one_tls_record_holding_a_client_hello() -> None:
+    record_type, major, _minor, length = struct.unpack(">BBBH", TLS_CLIENT_HELLO[:5])
+    assert (record_type, major) == (22, 3) and length == len(TLS_CLIENT_HELLO) - 5
+    assert TLS_CLIENT_HELLO[5] == 1  # ClientHello
+    assert int.from_bytes(TLS_CLIENT_HELLO[6:9], "big") == length - 4
+
+
+def test_an_openssl_server_answers_the_client_hello_with_a_tls_record() -> None:
+    """In memory, through the ssl module's server side: the hello is one a real TLS server reads."""
+    import trustme
+
+    ca = trustme.CA()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    server = context.wrap_bio(incoming, outgoing, server_side=True)
+    incoming.write(TLS_CLIENT_HELLO)
+    with pytest.raises(ssl.SSLWantReadError):  # it answered and now waits for the client
+        server.do_handshake()
+    answer = outgoing.read()
+    named = name_peer(answer)
+    assert named is not None and named.kind == "tls"
+    assert answer[5] == 2  # a ServerHello (or a HelloRetryRequest, which has its form)

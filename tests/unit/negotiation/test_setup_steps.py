@@ -9,6 +9,7 @@ and an answer decoded past its deadline failing as a timeout.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -20,14 +21,22 @@ from kafkacompat.connection.client_connection import (
     Ready,
     SetupFailed,
     Write,
+    setup_budget,
 )
 from kafkacompat.connection.config import ConnectionConfig
-from kafkacompat.errors import AuthenticationError, KafkaTimeoutError, TransportError
+from kafkacompat.errors import (
+    AuthenticationError,
+    ConfigError,
+    KafkaTimeoutError,
+    SilentPeerError,
+    TransportError,
+)
 from kafkacompat.negotiation.handshake import HandshakeConfig
 from kafkacompat.protocol.framing import decode_request, encode_response
 from kafkacompat.protocol.messages import ApiVersionsResponse
 
 CONFIG = ConnectionConfig(connect_timeout=3, request_timeout=20, handshake=HandshakeConfig(quiet_period=0.25))
+NO_FIRST_CONTACT = dataclasses.replace(CONFIG, first_contact_timeout=None)
 ROW = ApiVersionsResponse.ApiVersion
 
 
@@ -61,7 +70,7 @@ def test_a_read_is_quiet_only_while_the_request_deadline_is_ahead() -> None:
     client, _ = at_first_read()
     read = client.next_step(100.5)
     assert isinstance(read.action, Read) and (read.ends_by, read.quiet) == (100.75, True)
-    late, _ = at_first_read()
+    late, _ = at_first_read(NO_FIRST_CONTACT)
     step = late.next_step(119.9)  # the quiet period would end past the request's deadline
     assert (step.ends_by, step.quiet) == (120.0, False)
 
@@ -140,3 +149,79 @@ def test_ready_and_failed_steps_have_no_deadline() -> None:
     client.next_step(100.0)
     client.receive_data(answer(request))
     assert client.next_step(100.1).ends_by == math.inf
+
+
+# -- first contact: a peer silent since its first request is named silent, in a few seconds ----------
+
+
+def test_a_silent_peer_is_named_when_its_first_contact_deadline_passes() -> None:
+    client, _ = at_first_read()  # first_contact_timeout 5 s, request_timeout 20 s, written at t=100
+    client.next_step(100.0)
+    client.step_expired()  # quiet: the Metadata v0 probe goes on the same connection
+    client.next_step(100.25)
+    client.written()
+    read = client.next_step(100.3)
+    assert (read.ends_by, read.quiet) == (105.0, False)  # five seconds from the first request
+    client.step_expired()
+    failed = client.next_step(105.0).action
+    assert isinstance(failed, SetupFailed) and type(failed.error) is SilentPeerError
+    assert failed.error.waited == 5.0 and "answered nothing in 5 s" in str(failed.error)
+    assert "ApiVersions v5, then Metadata v0" in str(failed.error) and failed.error.node == "b:1"
+
+
+def test_one_byte_back_lifts_the_first_contact_deadline() -> None:
+    client, request = at_first_read(dataclasses.replace(CONFIG, handshake=HandshakeConfig(quiet_period=None)))
+    assert client.next_step(100.0).ends_by == 105.0
+    client.receive_data(answer(request)[:3])  # a slow broker's first bytes, at 104.9: not silent
+    step = client.next_step(104.9)
+    assert step.ends_by == 120.0  # the rest of its reply has the request's deadline
+    client.step_expired()
+    failed = client.next_step(120.0).action
+    assert isinstance(failed, SetupFailed) and type(failed.error) is KafkaTimeoutError
+
+
+def test_without_a_first_contact_deadline_silence_is_named_at_the_request_deadline() -> None:
+    never_quiet = dataclasses.replace(NO_FIRST_CONTACT, handshake=HandshakeConfig(quiet_period=None))
+    client, _ = at_first_read(never_quiet)
+    assert client.next_step(100.0).ends_by == 120.0
+    client.step_expired()
+    failed = client.next_step(120.0).action
+    assert isinstance(failed, SetupFailed) and type(failed.error) is SilentPeerError
+    assert "in 20 s (ApiVersions v5); a Kafka broker 0.10 or later" in str(failed.error)
+
+
+def test_silence_cut_short_by_the_drivers_deadline_is_a_plain_timeout() -> None:
+    client, _ = at_first_read()
+    step = client.next_step(100.3, overall=101.0)
+    assert (step.ends_by, step.quiet) == (100.55, True)
+    client.step_expired()
+    client.next_step(100.55, overall=101.0)
+    client.written()
+    assert client.next_step(100.6, overall=101.0).ends_by == 101.0  # the caller's, before the 5 s
+    client.step_expired()
+    failed = client.next_step(101.0).action
+    assert isinstance(failed, SetupFailed) and type(failed.error) is KafkaTimeoutError
+
+
+def test_each_socket_has_its_own_first_contact() -> None:
+    """A peer that closes at v5 is reconnected at v3: the new socket's silence counts afresh."""
+    client, _ = at_first_read()
+    client.next_step(100.0)
+    client.closed()  # closed at v5: one flexible version lower, on a new socket
+    assert isinstance(client.next_step(103.0).action, OpenSocket)
+    client.connected()
+    client.next_step(103.5)
+    client.written()
+    client.next_step(103.6)
+    client.step_expired()  # quiet
+    client.next_step(103.85)
+    client.written()
+    assert client.next_step(104.0).ends_by == 108.5
+
+
+def test_a_setup_budget_is_the_call_timeout_unless_given() -> None:
+    assert setup_budget(CONFIG, None) == CONFIG.call_timeout
+    assert setup_budget(CONFIG, 2) == 2.0
+    for bad in (0, -1, math.inf, math.nan, True, "5"):
+        with pytest.raises(ConfigError):
+            setup_budget(CONFIG, bad)  # type: ignore[arg-type]

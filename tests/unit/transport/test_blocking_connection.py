@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from kafkacompat.blocking.connection import BlockingConnection, open_blocking_connection
+from kafkacompat.connection.client_connection import FIRST_CONTACT_CORRELATION_ID
 from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import (
     ConfigError,
@@ -40,6 +41,7 @@ LOOPBACK = "127.0.0.1"
 LIMIT = 5.0
 QUICK = ConnectionConfig(connect_timeout=2.0, request_timeout=2.0)
 METADATA, PRODUCE = 3, 0
+AFTER = FIRST_CONTACT_CORRELATION_ID + 1  # the first request's id: the handshake's counter goes on
 
 # What the peer does with each request after the handshake: returns the bytes to send back.
 Answer = Callable[[RequestFrame], bytes]
@@ -122,8 +124,8 @@ def node_ids(response: Any) -> list[int]:
 def test_correlation_ids_continue_the_handshake_and_answers_reach_their_caller() -> None:
     with serve(metadata_reply) as peer, open_blocking_connection(peer.host, peer.port, QUICK) as conn:
         answers = [node_ids(conn.request(MetadataRequest(topics=[]))) for _ in range(3)]
-    assert [r.header.correlation_id for r in peer.requests] == [1, 2, 3]  # ApiVersions had 0
-    assert answers == [[1], [2], [3]]
+    assert [r.header.correlation_id for r in peer.requests] == [AFTER, AFTER + 1, AFTER + 2]
+    assert answers == [[AFTER], [AFTER + 1], [AFTER + 2]]
     assert [r.header.request_api_version for r in peer.requests] == [12, 12, 12]
 
 
@@ -135,18 +137,18 @@ def test_threads_sharing_a_connection_each_get_their_own_answer() -> None:
     ):
         answers = list(pool.map(lambda _: node_ids(conn.request(MetadataRequest(topics=[]))), range(40)))
     # One request at a time: every answer is a different request's, and every request got one.
-    assert sorted(a for (a,) in answers) == list(range(1, 41))
+    assert sorted(a for (a,) in answers) == list(range(AFTER, AFTER + 40))
     assert len(peer.requests) == 40
 
 
 def test_an_answer_out_of_turn_fails_the_request_and_every_later_one() -> None:
     with serve(lambda r: metadata_reply(r, r.header.correlation_id + 7)) as peer:
         with open_blocking_connection(peer.host, peer.port, QUICK) as conn:
-            with pytest.raises(ProtocolError, match="answered correlation id 8") as caught:
+            with pytest.raises(ProtocolError, match=f"answered correlation id {AFTER + 7}") as caught:
                 conn.request(MetadataRequest(topics=[]))
             assert caught.value.node == f"{peer.host}:{peer.port}"
             assert not conn.is_ready
-            with pytest.raises(ProtocolError, match="correlation id 8"):
+            with pytest.raises(ProtocolError, match=f"correlation id {AFTER + 7}"):
                 conn.request(MetadataRequest(topics=[]))
         assert peer.closed_by_client.wait(LIMIT)
 
@@ -164,7 +166,7 @@ def test_acks0_produce_ends_once_written() -> None:
     answer: Answer = lambda r: b"" if r.header.request_api_key == PRODUCE else metadata_reply(r)  # noqa: E731
     with serve(answer) as peer, open_blocking_connection(peer.host, peer.port, QUICK) as conn:
         assert conn.request(ProduceRequest(acks=0, timeout_ms=1)) is None
-        assert node_ids(conn.request(MetadataRequest(topics=[]))) == [2]
+        assert node_ids(conn.request(MetadataRequest(topics=[]))) == [AFTER + 1]
 
 
 def test_a_silent_peer_times_out_and_the_request_is_given_up() -> None:
@@ -196,4 +198,4 @@ def test_misuse_is_typed() -> None:
             conn.request(MetadataRequest(topics=[]), request_timeout=0)
         with pytest.raises(TransportError, match="already open"):
             conn.open()
-        assert node_ids(conn.request(MetadataRequest(topics=[]))) == [1]
+        assert node_ids(conn.request(MetadataRequest(topics=[]))) == [AFTER]

@@ -35,11 +35,13 @@ from kafkacompat.errors import (
     NegotiationError,
     ProtocolError,
     ReplyTooLargeError,
+    SilentPeerError,
     TransportError,
     WrongProtocolError,
 )
 from kafkacompat.negotiation.handshake.config import HandshakeConfig
 from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
+from kafkacompat.negotiation.peer_kind import TLS_CLIENT_HELLO
 from kafkacompat.protocol.framing import RequestFrame, decode_request, encode_response
 from kafkacompat.protocol.messages import ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
@@ -203,13 +205,18 @@ def test_a_size_above_a_small_max_frame_size_is_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    ("reply", "hint"),
-    [(HTTP_REPLY, "HTTP"), (TLS_ALERT, "TLS alert"), (TLS_HELLO, "TLS handshake"), (b"SSH-2.0-x\r\n", "SSH")],
+    ("reply", "kind", "hint"),
+    [
+        (HTTP_REPLY, "http", "the peer answered in HTTP (HTTP/1.1 400 Bad Request)"),
+        (TLS_ALERT, "tls", "TLS listener: the peer answered with a TLS record"),
+        (TLS_HELLO, "tls", "TLS listener: the peer answered with a TLS record"),
+        (b"SSH-2.0-x\r\n", "ssh", "the peer is an SSH server (SSH-2.0-x)"),
+    ],
 )
-def test_another_protocols_reply_is_a_wrong_protocol_error(reply: bytes, hint: str) -> None:
+def test_another_protocols_reply_is_a_wrong_protocol_error(reply: bytes, kind: str, hint: str) -> None:
     with replying(reply) as peer:
         error = failure(peer)
-    assert isinstance(error, WrongProtocolError) and hint in str(error)
+    assert isinstance(error, WrongProtocolError) and hint in str(error) and error.kind == kind
     # The machine judged the foreign bytes (one round trip), and did not retry on them.
     assert error.transcript.round_trips == 1 and peer.connections == 1
     assert peer.client_closed == [True]
@@ -217,15 +224,25 @@ def test_another_protocols_reply_is_a_wrong_protocol_error(reply: bytes, hint: s
 
 def test_peer_closing_mid_frame_on_everything_is_no_kafka() -> None:
     half_frame = struct.pack(">i", 100) + b"\x00" * 10
-    with replying(half_frame, then_wait=False) as peer:
+    hellos: list[bytes] = []
+
+    def script(conn: socket.socket, index: int, peer: Peer) -> None:
+        if index < 4:
+            read_request(conn, peer)
+            conn.sendall(half_frame)
+        else:  # the TLS question: a record header, closed on as well
+            hellos.append(recv_exact(conn, 5))
+
+    with serve(script, connections=5) as peer:
         error = failure(peer)
     assert isinstance(error, BrokerTooOldError) and "Metadata v0" in str(error)
     # One flexible version lower first (the software name still goes out), then v0, then the
-    # Metadata v0 every Kafka answers, on a fourth connection.
-    assert error.transcript.versions_tried == (5, 3, 0) and error.transcript.connections == 4
+    # Metadata v0 every Kafka answers, on a fourth connection, and a TLS ClientHello on a fifth.
+    assert error.transcript.versions_tried == (5, 3, 0) and error.transcript.connections == 5
     assert [(r.header.request_api_key, r.header.request_api_version) for r in peer.requests] == [
         (18, 5), (18, 3), (18, 0), (3, 0)
     ]
+    assert hellos == [TLS_CLIENT_HELLO[:5]] and "nor a TLS listener" in str(error)
 
 
 def test_peer_closing_mid_frame_without_a_second_connection_allowed() -> None:
@@ -255,13 +272,13 @@ def test_peer_closing_mid_frame_then_answering_v3_on_a_new_connection() -> None:
     assert peer.client_closed == [True]  # the probe closed its socket before returning
 
 
-def test_silent_peer_times_out_on_the_request_timeout() -> None:
+def test_silent_peer_is_named_silent_on_the_request_timeout() -> None:
     config = ConnectionConfig(connect_timeout=1.0, request_timeout=0.3)
     with serve(answer_with(b"", then_wait=True), connections=1) as peer:
         start = time.monotonic()
         error = failure(peer, config)
         took = time.monotonic() - start
-    assert isinstance(error, KafkaTimeoutError) and "did not answer in time" in str(error)
+    assert type(error) is SilentPeerError and "answered nothing in 0.3 s" in str(error)
     assert 0.3 <= took < 1.5 and peer.connections == 1  # silence is never a downgrade
 
 

@@ -7,6 +7,7 @@ time only, and a deadline read from any other clock would hang the test.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -17,7 +18,7 @@ import trio.testing
 from kafkacompat.connection._request_pipeline import REFILL_DELAY
 from kafkacompat.connection.client_connection import ClientConnection
 from kafkacompat.connection.config import ConnectionConfig
-from kafkacompat.errors import EncodeError, KafkaTimeoutError, TransportError
+from kafkacompat.errors import EncodeError, KafkaTimeoutError, SilentPeerError, TransportError
 from kafkacompat.protocol import messages as m
 from kafkacompat.testing.emulator import ClusterState, Connection, Fault, FaultPlan, Node
 from kafkacompat.testing.emulator.faults import Close, Send, Sleep, Stall
@@ -61,16 +62,21 @@ async def emulated_broker(*faults: Fault) -> AsyncIterator[tuple[str, int]]:
         nursery.cancel_scope.cancel()
 
 
-async def test_a_silent_broker_times_the_handshake_out_in_virtual_time(clock: trio.testing.MockClock) -> None:
+@pytest.mark.parametrize("first_contact", [CONFIG.first_contact_timeout, None])
+async def test_a_silent_broker_is_named_silent_in_virtual_time(
+    clock: trio.testing.MockClock, first_contact: float | None
+) -> None:
+    config = dataclasses.replace(CONFIG, first_contact_timeout=first_contact)
     with trio.fail_after(1000):
         async with emulated_broker(Fault.stall(API_VERSIONS)) as (host, port), trio.open_nursery() as nursery:
             start = trio.current_time()
-            conn = BrokerConnection(host, port, CONFIG)
-            with pytest.raises(KafkaTimeoutError) as caught:
+            conn = BrokerConnection(host, port, config)
+            with pytest.raises(SilentPeerError) as caught:
                 await conn.open(nursery)
             elapsed = trio.current_time() - start
     assert caught.value.node == f"{host}:{port}" and caught.value.transcript is not None
-    assert elapsed >= CONFIG.request_timeout  # the request timeout passed on trio's clock, not before
+    # Its first contact's deadline passed on trio's clock, not before (the request's, without one).
+    assert elapsed == pytest.approx(first_contact or CONFIG.request_timeout, abs=0.01)
 
 
 async def test_a_late_answer_is_dropped_and_the_next_request_gets_its_own(
