@@ -43,8 +43,8 @@ from typing import IO
 
 from kafkacompat._cache import cache_root
 from kafkacompat.errors import BrokerStartError, KafkaCompatError
-from kafkacompat.protocol import framing
-from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
+from kafkacompat.protocol.messages import MetadataResponse
+from kafkacompat.testing.apache_kafka.raw_probe import metadata
 from kafkacompat.testing.ports import LOOPBACK, free_port
 
 __all__ = ["KAFKA09_PACKAGE", "Kafka09Broker", "kafka09_cache_dir", "kafka09_home", "metadata_v0"]
@@ -278,22 +278,7 @@ class Kafka09Broker:
 
 def metadata_v0(host: str, port: int, correlation_id: int, timeout: float) -> MetadataResponse:
     """One blocking Metadata v0 exchange (all topics): how a pre-0.10 broker is seen to serve."""
-    frame = framing.encode_request(MetadataRequest(topics=[]), 0, correlation_id, "kafkacompat-probe")
-    deadline = time.monotonic() + timeout
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(frame)
-        splitter = framing.FrameSplitter()
-        while True:
-            sock.settimeout(max(deadline - time.monotonic(), 0.001))
-            chunk = sock.recv(65536)
-            if not chunk:
-                raise BrokerStartError("the broker closed the connection during the Metadata probe")
-            frames = splitter.feed(chunk)
-            if frames:
-                got, response = framing.decode_response(frames[0], MetadataResponse, 0)
-                if got != correlation_id:
-                    raise BrokerStartError(f"Metadata probe answered with correlation id {got}")
-                return response
+    return metadata(host, port, 0, correlation_id, timeout)
 
 
 def _server_properties(
