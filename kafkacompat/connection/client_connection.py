@@ -50,17 +50,10 @@ clock can call ``next_action()`` and report ``timed_out()`` or ``quiet()`` itsel
 
 First contact
 =============
-A connection says what its peer is when the peer is not Kafka, on every driver.
-Its first ApiVersions request carries ``FIRST_CONTACT_CORRELATION_ID``, whose
-last two bytes are CR LF: a web or text server that reads up to a line end
-answers at once, and every Kafka release reads an ordinary request (see
-``negotiation.peer_kind``).  Bytes that are no Kafka frame go to the handshake,
-which names them (TLS, HTTP, SSH, text) in one ``WrongProtocolError``; a peer
-that closes on every Kafka request is asked with a TLS ClientHello last (over
-plaintext).  Until a socket has carried one byte back, its handshake reads end
-by ``first_contact_timeout`` after its first request was written: a peer
-silent that long is named silent (``SilentPeerError``), a Kafka broker that is
-up answering at once.
+A connection names a peer that is not Kafka (TLS, HTTP, SSH, text, silent)
+from its first requests, on every driver: see ``connection.first_contact``
+(the first correlation id, the foreign bytes, the silence clock).  A peer that
+closes on every Kafka request is asked a TLS ClientHello last, over plaintext.
 
 Once ``phase`` is ``READY`` the driver queues requests with ``send`` (any
 number: past ``max_in_flight`` they wait here for a slot), writes
@@ -77,6 +70,12 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
+from kafkacompat.connection.first_contact import (
+    FIRST_CONTACT_CORRELATION_ID,
+    FOREIGN_BYTES_READ,
+    FirstContact,
+    foreign_bytes,
+)
 from kafkacompat.errors import (
     ConfigError,
     KafkaCompatError,
@@ -113,7 +112,6 @@ if TYPE_CHECKING:  # the exchange and its messages load when a connection logs i
     from kafkacompat.negotiation.sasl_exchange import Authenticated, SaslExchange
 
 __all__ = [
-    "FIRST_CONTACT_CORRELATION_ID",
     "ClientConnection",
     "OpenSocket",
     "Phase",
@@ -182,14 +180,6 @@ class SetupStep(NamedTuple):
 
 # Enum members as plain names: reading one through its class costs ~0.1 us on CPython 3.11.
 _SETUP, _READY, _FAILED, _CLOSED = Phase.SETUP, Phase.READY, Phase.FAILED, Phase.CLOSED
-
-#: The correlation id of a connection's first ApiVersions request: 0x00000D0A, whose last two
-#: bytes are CR LF, so that a server reading text by lines sees a line end 12 bytes in and
-#: answers at once (see the module's "First contact").  The requests after it count on from it.
-FIRST_CONTACT_CORRELATION_ID: Final = 0x0D0A
-#: Bytes of a foreign answer kept to be named (the first line, quoted, and a report's details).
-_FOREIGN_BYTES_READ: Final = 64
-
 
 def setup_budget(config: ConnectionConfig, timeout: float | None) -> float:
     """The seconds a driver's ``open``/``reconnect`` may take in all: ``timeout``, else the
@@ -274,13 +264,7 @@ class ClientConnection:
         self._step: SetupStep | None = None
         self._request_deadline = math.inf
         self._decoded_by: tuple[float, str] | None = None
-        # First contact, per socket: whether a byte came back on it, when its first request
-        # was written, the instant its silence ends the handshake, and whether the current
-        # step's deadline is that silence's (not the driver's ``overall``).
-        self._heard = False
-        self._first_write_at: float | None = None
-        self._silent_by = math.inf
-        self._step_judges_silence = False
+        self._contact = FirstContact()  # the current socket's silence clock (first_contact.py)
         self._action: SetupAction = self._from_handshake()
 
     # -- queries ------------------------------------------------------------------------
@@ -313,17 +297,11 @@ class ClientConnection:
             assert isinstance(action, Write)
             if action.fresh_deadline:  # a request and its answers share one deadline
                 self._request_deadline = min(now + self.config.request_timeout, overall)
-            if self._first_write_at is None:  # the socket's first request: its silence counts from here
-                self._first_write_at = now
-                first_contact = self.config.first_contact_timeout
-                if first_contact is not None and self._sasl is None:
-                    self._silent_by = now + first_contact
+            self._contact.request_written(now, None if self._sasl else self.config.first_contact_timeout)
             step = SetupStep(action, self._request_deadline)
         elif kind is Read:
             assert isinstance(action, Read)
-            own = self._request_deadline if self._heard else min(self._request_deadline, self._silent_by)
-            deadline = min(own, overall)
-            self._step_judges_silence = not self._heard and own <= overall
+            deadline = self._contact.read_deadline(self._request_deadline, overall)
             quiet = action.quiet_period
             if quiet is not None and now + quiet < deadline:  # quiet only while the deadline is ahead
                 step = SetupStep(action, now + quiet, quiet=True)
@@ -383,7 +361,7 @@ class ClientConnection:
         if self._sockets:  # a new socket starts a new stream
             self._frames = FrameSplitter(self.config.max_frame_size)
         self._sockets += 1
-        self._heard, self._first_write_at, self._silent_by = False, None, math.inf
+        self._contact = FirstContact()
         if self._result is not None:  # the fallback's fresh connection: nothing to negotiate on it
             self._advance(self._after_handshake_action())
             return
@@ -425,10 +403,9 @@ class ClientConnection:
         self._expect(Read)
         assert isinstance(self._action, Read)
         self._decoded_by = (self._request_deadline, self._action.what)
-        if data and not self._heard:
-            self._heard = True
+        if data and self._contact.bytes_came():
             step = self._step
-            if step is not None and self._step_judges_silence and not step.quiet:
+            if step is not None and not step.quiet:
                 self._step = None  # timed afresh: by the request's deadline now, not the silence's
         self._frames.push(data)
         return self._read_setup_frames()
@@ -442,11 +419,11 @@ class ClientConnection:
                 # First contact: the handshake names another protocol (TLS, HTTP, SSH, text);
                 # a size prefix that names none (binary, too large or negative) stands.
                 if self._sasl is not None or not (
-                    isinstance(exc, WrongProtocolError) or self._foreign_pending()
+                    isinstance(exc, WrongProtocolError) or foreign_bytes(self._frames) is not None
                 ):
                     self._setup_failed(exc)
                     return []
-                self._handshake.foreign_bytes(self._frames.unconsumed(_FOREIGN_BYTES_READ))
+                self._handshake.foreign_bytes(self._frames.unconsumed(FOREIGN_BYTES_READ))
                 self._advance(self._from_handshake())
                 return []
             if frame is None:
@@ -463,14 +440,16 @@ class ClientConnection:
             return self._watch(self._request_side().read_frames())
         return []
 
-    def _foreign_pending(self) -> bool:
-        """The bytes read and not taken as a frame are another protocol's (``peer_kind``)."""
-        pending = self._frames.unconsumed(_FOREIGN_BYTES_READ)
-        if not pending:
+    def _named_foreign(self) -> bool:
+        """During a read, the bytes pending are another protocol's: the handshake names them."""
+        if not isinstance(self._action, Read):
             return False
-        from kafkacompat.negotiation.peer_kind import name_peer  # a peer that is not Kafka only
-
-        return name_peer(pending) is not None
+        pending = foreign_bytes(self._frames)
+        if pending is None:
+            return False
+        self._handshake.foreign_bytes(pending)
+        self._advance(self._from_handshake())
+        return True
 
     def _setup_ceiling(self) -> tuple[int, str]:
         phase = self._handshake if self._sasl is None else self._sasl
@@ -493,9 +472,8 @@ class ClientConnection:
         if self._sasl is not None:
             self._sasl.connection_closed()
             self._advance(self._from_sasl())
-        elif isinstance(self._action, Read) and self._foreign_pending():  # a line, then a close
-            self._handshake.foreign_bytes(self._frames.unconsumed(_FOREIGN_BYTES_READ))
-            self._advance(self._from_handshake())
+        elif self._named_foreign():  # a line, then a close
+            return []
         elif isinstance(self._action, Write | Read):
             self._handshake.connection_closed()
             self._advance(self._from_handshake())
@@ -525,14 +503,11 @@ class ClientConnection:
             self._advance(self._from_sasl())
         elif self._result is not None:  # opening the fallback's fresh connection
             self._setup_failed(KafkaTimeoutError("timed out opening a new connection", node=self.node))
-        elif isinstance(self._action, Read) and self._foreign_pending():  # less than a frame, foreign
-            self._handshake.foreign_bytes(self._frames.unconsumed(_FOREIGN_BYTES_READ))
-            self._advance(self._from_handshake())
-        elif isinstance(self._action, Read) and not self._heard:  # not one byte: a silent peer
+        elif self._named_foreign():  # less than a frame, foreign
+            return
+        elif isinstance(self._action, Read) and not self._contact.heard:  # not one byte: a silent peer
             step = self._step
-            judged = step is None or self._step_judges_silence  # not cut short by the driver's overall
-            first = self._first_write_at
-            waited = step.ends_by - first if step is not None and first is not None else None
+            judged, waited = self._contact.silence(step.ends_by if step is not None else None)
             self._handshake.timed_out(silent=judged, waited=waited)
             self._advance(self._from_handshake())
         else:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from kafkacompat.connection.client_connection import (
-    FIRST_CONTACT_CORRELATION_ID,
     ClientConnection,
     Phase,
     Read,
@@ -15,6 +14,7 @@ from kafkacompat.connection.client_connection import (
 )
 from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.connection.config import SaslConfig as ClientSasl
+from kafkacompat.connection.first_contact import FIRST_CONTACT_CORRELATION_ID
 from kafkacompat.connection.sasl import SaslLogin
 from kafkacompat.connection.sasl_mechanisms import create_mechanism
 from kafkacompat.errors import (

@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from kafkacompat.connection.client_connection import FIRST_CONTACT_CORRELATION_ID
+from kafkacompat.connection.first_contact import FIRST_CONTACT_CORRELATION_ID
 from kafkacompat.negotiation.peer_kind import TLS_CLIENT_HELLO, name_peer, silence_sentence
 from kafkacompat.protocol.framing import encode_response
 from kafkacompat.protocol.messages import ApiVersionsResponse, MetadataResponse

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from kafkacompat.blocking.connection import BlockingConnection, open_blocking_connection
-from kafkacompat.connection.client_connection import FIRST_CONTACT_CORRELATION_ID
 from kafkacompat.connection.config import ConnectionConfig
+from kafkacompat.connection.first_contact import FIRST_CONTACT_CORRELATION_ID
 from kafkacompat.errors import (
     ConfigError,
     KafkaTimeoutError,
