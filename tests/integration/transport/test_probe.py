@@ -29,10 +29,10 @@ from kafkacompat.blocking.probe import probe_address, probe_broker
 from kafkacompat.connection.config import ConnectionConfig, TlsConfig
 from kafkacompat.errors import (
     AuthenticationError,
-    BrokerTooOldError,
     KafkaCompatError,
     KafkaTimeoutError,
     TransportError,
+    WrongProtocolError,
 )
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake.config import HandshakeConfig, release_ranges
@@ -207,11 +207,13 @@ async def test_mutual_tls_without_a_client_certificate(tansu: TansuBroker, tls_f
 
 
 async def test_plaintext_probe_to_the_tls_port(tansu: TansuBroker, tls_files: TlsFiles) -> None:
-    """The terminator drops a plaintext hello without a word, at v4, v3 and again at v0."""
+    """The terminator drops a plaintext hello without a word, at v5, v3 and again at v0; the
+    TLS ClientHello asked last is answered, so the peer is named a TLS listener."""
     async with terminate_tls_for((tansu.host, tansu.port), tls_files) as term:
         error, took = await probe_failure(term.host, term.port, QUICK)
         assert term.forwarded == 0
-    assert isinstance(error, BrokerTooOldError) and "listener expects TLS" in str(error)
+    assert isinstance(error, WrongProtocolError) and error.kind == "tls", repr(error)
+    assert str(error).startswith("TLS listener: the peer answered with a TLS record")
     assert error.transcript.versions_tried == (5, 3, 0) and took < 2.0
 
 

@@ -17,9 +17,9 @@ import trio
 from kafkacompat.connection.config import ConnectionConfig, SaslConfig, Secret, TlsConfig
 from kafkacompat.errors import (
     AuthenticationError,
-    BrokerTooOldError,
     KafkaCompatError,
     KafkaTimeoutError,
+    WrongProtocolError,
 )
 from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
 from kafkacompat.testing.tansu import TansuBroker
@@ -114,17 +114,17 @@ async def test_hostname_check_can_be_turned_off(tansu: TansuBroker, tls_files: T
 async def test_plaintext_client_to_the_tls_port(tansu: TansuBroker, tls_files: TlsFiles) -> None:
     """The terminator drops a non-TLS hello without an alert, like Kafka's SSL listener.
 
-    The client sees the connection close before any ApiVersions reply, at v4
-    and again at v0, which the handshake reads as a pre-0.10 broker (or no
-    Kafka at all): a typed NegotiationError, at once.
+    The client sees the connection close before any ApiVersions reply, at v5,
+    v3 and again at v0, then asks a TLS ClientHello on a fresh connection,
+    which the terminator answers: the peer is named a TLS listener, at once.
     """
     async with terminate_tls_for((tansu.host, tansu.port), tls_files) as term:
         cfg = ConnectionConfig(connect_timeout=3, request_timeout=3)
         error, took = await failure(term.host, term.port, cfg)
         assert term.forwarded == 0
         assert any("WRONG_VERSION_NUMBER" in failure for failure in term.handshake_failures)
-    assert isinstance(error, BrokerTooOldError)
-    assert "not a Kafka broker" in str(error)
+    assert isinstance(error, WrongProtocolError) and error.kind == "tls", repr(error)
+    assert "connect with TLS" in str(error)
     assert took < 3
 
 
