@@ -5,7 +5,7 @@ of a server waiting for something else: a web or text server (Python's
 ``http.server``, Redis) reads up to the end of a line before it answers, and a
 Kafka request has no line end, so the client would wait out its whole timeout
 and retry.  So a connection's first request, ApiVersions, carries a
-correlation id whose last bytes are CR LF (``connection.client_connection``'s
+correlation id whose last bytes are CR LF (``connection.first_contact``'s
 ``FIRST_CONTACT_CORRELATION_ID``, 0x00000D0A): a line-reading server sees a
 line end 12 bytes in and answers at once, and a Kafka broker of any release
 reads an ordinary request (0.10 and later answer it, echoing the id; 0.9 skips
