@@ -19,9 +19,8 @@ layout, so errors are raised by one code path only.
 from __future__ import annotations
 
 import binascii
-import functools
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -43,18 +42,13 @@ ENV = "KAFKACOMPAT_CODEC"
 _HERE = os.path.dirname(os.path.abspath(__file__))
 #: What the build hook leaves beside the extension when it could not build it.
 BUILD_NOTE = os.path.join(_HERE, "_native.build-failed")
-_CHUNK = 4096  # bytes of the source read at a time to check it: a page, not the file, at import
 
 Reader = Callable[[Any, int], tuple[Any, int]]
 
 
-def source_crc(chunks: Iterable[bytes]) -> str:
-    """The CRC-32 of ``_native.c`` the build compiles in (hatch_build.py computes it the same way),
-    over its bytes in ``chunks``: read a piece at a time, the check never holds the whole file."""
-    crc = 0
-    for chunk in chunks:
-        crc = binascii.crc32(chunk, crc)
-    return f"{crc:08x}"
+def source_crc(data: bytes) -> str:
+    """The CRC-32 of ``_native.c`` the build compiles in (hatch_build.py computes it the same way)."""
+    return f"{binascii.crc32(data):08x}"
 
 
 def _load_native(source: str = os.path.join(_HERE, "_native.c")) -> tuple[ModuleType | None, str | None]:
@@ -70,7 +64,7 @@ def _load_native(source: str = os.path.join(_HERE, "_native.c")) -> tuple[Module
         return None, f"native reader not built: {note}"
     try:
         with open(source, "rb") as source_file:  # beside it in a source tree or an editable install
-            current_source = source_crc(iter(functools.partial(source_file.read, _CHUNK), b""))
+            current_source = source_crc(source_file.read())
     except OSError:
         return _native, None
     if current_source != _native.SOURCE_CRC32:
