@@ -49,9 +49,7 @@ def backoff(policy: RetryPolicy) -> tenacity.wait.wait_base:
 
 def worth_retrying(exc: BaseException, retry_on: Retried, policy: RetryPolicy) -> bool:
     """``exc`` is of ``retry_on`` and a new attempt could change it (see the module documentation)."""
-    if isinstance(exc, SilentPeerError):
-        return policy.retry_silent_peers and isinstance(exc, retry_on)
-    return isinstance(exc, retry_on)
+    return isinstance(exc, retry_on) and (policy.retry_silent_peers or not isinstance(exc, SilentPeerError))
 
 
 def retrying(

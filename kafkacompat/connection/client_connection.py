@@ -70,12 +70,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
-from kafkacompat.connection.first_contact import (
-    FIRST_CONTACT_CORRELATION_ID,
-    FOREIGN_BYTES_READ,
-    FirstContact,
-    foreign_bytes,
-)
+from kafkacompat.connection.first_contact import FIRST_CONTACT_CORRELATION_ID, FirstContact, foreign_bytes
 from kafkacompat.errors import (
     ConfigError,
     KafkaCompatError,
@@ -100,7 +95,7 @@ from kafkacompat.negotiation.handshake.types import (
     SendRequest,
 )
 from kafkacompat.negotiation.pipeline_events import PipelineEvent, Ticket
-from kafkacompat.protocol.framing import FrameSplitter
+from kafkacompat.protocol.framing import FOREIGN_BYTES_KEPT, FrameSplitter
 from kafkacompat.protocol.message import KafkaMessage
 
 if TYPE_CHECKING:  # the exchange and its messages load when a connection logs in, not before
@@ -418,13 +413,12 @@ class ClientConnection:
             except KafkaCompatError as exc:  # another protocol's bytes, a size above the ceiling
                 # First contact: the handshake names another protocol (TLS, HTTP, SSH, text);
                 # a size prefix that names none (binary, too large or negative) stands.
-                if self._sasl is not None or not (
-                    isinstance(exc, WrongProtocolError) or foreign_bytes(self._frames) is not None
-                ):
+                if self._sasl is not None:
                     self._setup_failed(exc)
-                    return []
-                self._handshake.foreign_bytes(self._frames.unconsumed(FOREIGN_BYTES_READ))
-                self._advance(self._from_handshake())
+                elif isinstance(exc, WrongProtocolError):
+                    self._to_handshake_as_foreign(self._frames.unconsumed(FOREIGN_BYTES_KEPT))
+                elif not self._named_foreign():
+                    self._setup_failed(exc)
                 return []
             if frame is None:
                 return []
@@ -447,9 +441,12 @@ class ClientConnection:
         pending = foreign_bytes(self._frames)
         if pending is None:
             return False
-        self._handshake.foreign_bytes(pending)
-        self._advance(self._from_handshake())
+        self._to_handshake_as_foreign(pending)
         return True
+
+    def _to_handshake_as_foreign(self, data: bytes) -> None:
+        self._handshake.foreign_bytes(data)
+        self._advance(self._from_handshake())
 
     def _setup_ceiling(self) -> tuple[int, str]:
         phase = self._handshake if self._sasl is None else self._sasl

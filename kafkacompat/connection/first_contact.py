@@ -4,10 +4,14 @@ A wrong address should be named in seconds, not after a whole request timeout,
 and by every connection of the library, not by a second probe of the CLI's.
 Three things do it, all sans-I/O, kept here per socket for ``ClientConnection``:
 
-- The first ApiVersions request carries ``FIRST_CONTACT_CORRELATION_ID``, whose
-  last two bytes are CR LF: a web or text server that reads up to a line end
-  answers at once (12 bytes in), while every Kafka release reads an ordinary
-  request.
+- A web or text server (Python's ``http.server``, Redis) reads up to a line end
+  before it answers, and a Kafka request has none: the client would wait out
+  its timeout.  So the first ApiVersions request carries
+  ``FIRST_CONTACT_CORRELATION_ID``, whose last two bytes are CR LF: such a
+  server sees a line end 12 bytes in and answers at once, while every Kafka
+  release reads an ordinary request (0.10 and later answer it, echoing the id;
+  0.9 skips it and answers the Metadata v0 written after it; 0.8 closes on it,
+  as on any ApiVersions).
 - Bytes that are no Kafka frame are named by ``negotiation.peer_kind`` (TLS,
   HTTP, SSH, text); ``foreign_bytes`` says whether what is pending is such.
 - Until a socket has carried one byte back, its reads end by the config's
@@ -22,15 +26,13 @@ from __future__ import annotations
 import math
 from typing import Final
 
-from kafkacompat.protocol.framing import FrameSplitter
+from kafkacompat.protocol.framing import FOREIGN_BYTES_KEPT, FrameSplitter
 
-__all__ = ["FIRST_CONTACT_CORRELATION_ID", "FOREIGN_BYTES_READ", "FirstContact", "foreign_bytes"]
+__all__ = ["FIRST_CONTACT_CORRELATION_ID", "FirstContact", "foreign_bytes"]
 
 #: The correlation id of a connection's first ApiVersions request: 0x00000D0A, whose last two
 #: bytes are CR LF.  The requests after it count on from it.
 FIRST_CONTACT_CORRELATION_ID: Final = 0x0D0A
-#: Bytes of a foreign answer kept to be named (the first line, quoted, and a report's details).
-FOREIGN_BYTES_READ: Final = 64
 
 
 class FirstContact:
@@ -77,7 +79,7 @@ class FirstContact:
 
 def foreign_bytes(frames: FrameSplitter) -> bytes | None:
     """The bytes read and not taken as a frame, when they are another protocol's (``peer_kind``)."""
-    pending = frames.unconsumed(FOREIGN_BYTES_READ)
+    pending = frames.unconsumed(FOREIGN_BYTES_KEPT)
     if not pending:
         return None
     from kafkacompat.negotiation.peer_kind import name_peer  # a peer that is not Kafka only

@@ -1,18 +1,8 @@
 """What answered a connection's first contact, when it is not Kafka: TLS, HTTP, SSH, text.
 
-Theory.  A client that reaches the wrong port learns nothing from the silence
-of a server waiting for something else: a web or text server (Python's
-``http.server``, Redis) reads up to the end of a line before it answers, and a
-Kafka request has no line end, so the client would wait out its whole timeout
-and retry.  So a connection's first request, ApiVersions, carries a
-correlation id whose last bytes are CR LF (``connection.first_contact``'s
-``FIRST_CONTACT_CORRELATION_ID``, 0x00000D0A): a line-reading server sees a
-line end 12 bytes in and answers at once, and a Kafka broker of any release
-reads an ordinary request (0.10 and later answer it, echoing the id; 0.9 skips
-it and answers the Metadata v0 written after it; 0.8 closes on it, as on any
-ApiVersions).
-
-This module names what came back where a Kafka reply was expected
+Theory.  A connection's first request makes a server of another protocol
+answer at once (``connection.first_contact``: a correlation id that ends a
+line).  This module names what came back where a Kafka reply was expected
 (``name_peer``), in one sentence under 200 characters that quotes the peer's
 first line.  A TLS listener that drops plaintext without a word (Python's
 ``ssl``) is found by the handshake's last check on a peer that closed on every
@@ -27,12 +17,11 @@ from __future__ import annotations
 import struct
 from typing import Final, NamedTuple
 
-from kafkacompat.protocol.framing import foreign_kind
+from kafkacompat.protocol.framing import FOREIGN_BYTES_KEPT, foreign_kind
 
 __all__ = ["TLS_CLIENT_HELLO", "PeerName", "name_peer", "silence_sentence"]
 
 _QUOTE_AT_MOST: Final = 40  # characters of the peer's first line quoted in a sentence
-_FIRST_BYTES_KEPT: Final = 64  # bytes kept on the error, for a report's details
 
 
 class PeerName(NamedTuple):
@@ -49,7 +38,7 @@ def name_peer(data: bytes | bytearray | memoryview) -> PeerName | None:
     Kafka's own bytes are never text: a reply starts with its size, whose first
     byte is 0 for anything under 16 MiB.
     """
-    head = bytes(data[:_FIRST_BYTES_KEPT])
+    head = bytes(data[:FOREIGN_BYTES_KEPT])
     kind = foreign_kind(head)
     if kind == "tls":
         sentence = (

@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_CLIENT_ID",
     "DEFAULT_HEADERS",
     "DEFAULT_MAX_FRAME_SIZE",
+    "FOREIGN_BYTES_KEPT",
     "FrameSplitter",
     "RequestFrame",
     "RequestHeaders",
@@ -164,6 +165,10 @@ def decode_request(frame: bytes | bytearray | memoryview, *, decode_body: bool =
 
 
 # ---------------------------------------------------------------- frames --
+
+
+#: Bytes of another protocol's answer kept to name it and for a report's details (its first line).
+FOREIGN_BYTES_KEPT: Final = 64
 
 
 def foreign_kind(data: bytes | bytearray | memoryview) -> str | None:

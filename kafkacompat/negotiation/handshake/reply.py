@@ -43,7 +43,7 @@ from kafkacompat.protocol.error_codes import (
     UNSUPPORTED_VERSION,
     error_for,
 )
-from kafkacompat.protocol.framing import DEFAULT_HEADERS, RequestHeaders, foreign_kind
+from kafkacompat.protocol.framing import DEFAULT_HEADERS, FOREIGN_BYTES_KEPT, RequestHeaders, foreign_kind
 from kafkacompat.protocol.messages import ApiKey, ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
 
@@ -250,7 +250,7 @@ def foreign_verdict(data: bytes) -> Verdict:
         f"first bytes {data[:8].hex(' ')}",
         error_type=WrongProtocolError,
         message=message,
-        error_fields={"kind": kind, "first_bytes": bytes(data[:64])},
+        error_fields={"kind": kind, "first_bytes": bytes(data[:FOREIGN_BYTES_KEPT])},
     )
 
 

@@ -99,34 +99,37 @@ def _blocking_connection(host: str, port: int) -> None:
         pass
 
 
-def _trio_cluster(host: str, port: int) -> None:
-    async def main() -> None:
-        async with kafkacompat.connect(f"{host}:{port}", NOT_WAITING):
-            pass
+def _cluster_entry(kind: str) -> Callable[[ConnectionConfig], Callable[[str, int], None]]:
+    def bind(config: ConnectionConfig) -> Callable[[str, int], None]:
+        def entry(host: str, port: int) -> None:
+            address = f"{host}:{port}"
+            if kind == "blocking":
+                with connect_sync(address, config):
+                    return
 
-    trio.run(main)
+            async def main() -> None:
+                connect = kafkacompat.connect if kind == "trio" else kafkacompat.aio.connect
+                async with connect(address, config):
+                    pass
+
+            if kind == "trio":
+                trio.run(main)
+            else:
+                asyncio.run(main())
+
+        return entry
+
+    return bind
 
 
-def _asyncio_cluster(host: str, port: int) -> None:
-    async def main() -> None:
-        async with kafkacompat.aio.connect(f"{host}:{port}", NOT_WAITING):
-            pass
-
-    asyncio.run(main())
-
-
-def _blocking_cluster(host: str, port: int) -> None:
-    with connect_sync(f"{host}:{port}", NOT_WAITING):
-        pass
+CLUSTERS = {f"{kind} cluster": _cluster_entry(kind) for kind in ("trio", "asyncio", "blocking")}
 
 
 ENTRIES: dict[str, Callable[[str, int], None]] = {
     "trio connection": _trio_connection,
     "asyncio connection": _asyncio_connection,
     "blocking connection": _blocking_connection,
-    "trio cluster": _trio_cluster,
-    "asyncio cluster": _asyncio_cluster,
-    "blocking cluster": _blocking_cluster,
+    **{name: bind(NOT_WAITING) for name, bind in CLUSTERS.items()},
 }
 
 
@@ -212,29 +215,3 @@ def test_a_cluster_waits_for_a_silent_broker_only_when_told(
     else:  # named at the first silence, not retried
         assert isinstance(error, SilentPeerError), f"{type(error).__name__}: {error}"
     assert took < 0.5 + QUICK
-
-
-def _cluster_entry(kind: str) -> Callable[[ConnectionConfig], Callable[[str, int], None]]:
-    def bind(config: ConnectionConfig) -> Callable[[str, int], None]:
-        def entry(host: str, port: int) -> None:
-            address = f"{host}:{port}"
-            if kind == "blocking":
-                with connect_sync(address, config):
-                    return
-
-            async def main() -> None:
-                connect = kafkacompat.connect if kind == "trio" else kafkacompat.aio.connect
-                async with connect(address, config):
-                    pass
-
-            if kind == "trio":
-                trio.run(main)
-            else:
-                asyncio.run(main())
-
-        return entry
-
-    return bind
-
-
-CLUSTERS = {f"{kind} cluster": _cluster_entry(kind) for kind in ("trio", "asyncio", "blocking")}
