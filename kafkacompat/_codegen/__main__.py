@@ -23,7 +23,9 @@ from kafkacompat._codegen.removals import load_removals
 from kafkacompat._codegen.render_docs import render_blocks, replace_blocks
 from kafkacompat._codegen.render_index import (
     API_KEY_MODULE,
+    API_KEY_NUMBERS_MODULE,
     render_alias_module,
+    render_api_key_numbers,
     render_api_keys,
     render_index,
     render_index_stub,
@@ -56,6 +58,7 @@ def render_messages(inputs: Path, merged: MergedSpecs | None = None) -> dict[str
     files["__init__.py"] = render_index(groups, merged.message_aliases)
     files["__init__.pyi"] = render_index_stub(groups, merged.message_aliases)
     files[f"{API_KEY_MODULE}.py"] = render_api_keys(groups)
+    files[f"{API_KEY_NUMBERS_MODULE}.py"] = render_api_key_numbers(groups)
     return {name: wrap_source(text) for name, text in files.items()}
 
 

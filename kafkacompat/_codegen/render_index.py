@@ -12,6 +12,8 @@ from kafkacompat._codegen.spec import WORD_BOUNDARY, MessageSpec, module_name, s
 
 #: The module holding the ``ApiKey`` enum, beside the message modules.
 API_KEY_MODULE = "api_keys"
+#: The same keys as plain ints, for the modules every connection imports.
+API_KEY_NUMBERS_MODULE = "api_key_numbers"
 
 
 def render_alias_module(new_module: str, names: list[str]) -> str:
@@ -29,12 +31,17 @@ def render_alias_module(new_module: str, names: list[str]) -> str:
     )
 
 
-def render_api_keys(groups: dict[str, list[MessageSpec]]) -> str:
-    """``ApiKey``: every API the codec has a request for, named after the request in the specs."""
+def _requests_by_key(groups: dict[str, list[MessageSpec]]) -> list[tuple[str, int]]:
+    """(the key's name, the key) of every API the codec has a request for, by key."""
     requests = sorted(
         (s for specs in groups.values() for s in specs if s.type == "request" and s.api_key is not None),
         key=lambda s: s.api_key or 0,
     )
+    return [(module_name(s.name.removesuffix("Request")).upper(), s.api_key or 0) for s in requests]
+
+
+def render_api_keys(groups: dict[str, list[MessageSpec]]) -> str:
+    """``ApiKey``: every API the codec has a request for, named after the request in the specs."""
     lines = [
         BANNER,
         '"""Every Kafka API by its key, named after its request in Kafka\'s specs."""',
@@ -50,7 +57,23 @@ def render_api_keys(groups: dict[str, list[MessageSpec]]) -> str:
         '    """A Kafka API key (``ApiKey.FIND_COORDINATOR == 10``): equal to the int on the wire."""',
         "",
     ]
-    lines += [f"    {module_name(s.name.removesuffix('Request')).upper()} = {s.api_key}" for s in requests]
+    lines += [f"    {name} = {key}" for name, key in _requests_by_key(groups)]
+    return "\n".join(lines) + "\n"
+
+
+def render_api_key_numbers(groups: dict[str, list[MessageSpec]]) -> str:
+    """The keys of ``ApiKey`` as module constants: plain ints, which cost next to nothing to define
+    (no ``__all__`` nor annotations either: every name is public, and each is an int)."""
+    lines = [
+        BANNER,
+        '"""Every Kafka API key as a plain int, named as in ``ApiKey``.',
+        "",
+        "For the modules every connection imports: defining the ``ApiKey`` enum costs a",
+        "process some 40-70 KiB of memory, and its members are these same ints.",
+        '"""',
+        "",
+    ]
+    lines += [f"{name} = {key}" for name, key in _requests_by_key(groups)]
     return "\n".join(lines) + "\n"
 
 

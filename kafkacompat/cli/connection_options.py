@@ -35,15 +35,8 @@ from kafkacompat.cli.redaction import Redactor
 from kafkacompat.cli.releases import release_option
 from kafkacompat.cli.usage import closest
 from kafkacompat.cluster.discovery import parse_bootstrap
-from kafkacompat.connection.config import (
-    DEFAULT_CONFIG,
-    MECHANISMS,
-    ConnectionConfig,
-    RetryPolicy,
-    SaslConfig,
-    Secret,
-    TlsConfig,
-)
+from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig, RetryPolicy
+from kafkacompat.connection.security import MECHANISMS, SaslConfig, Secret, TlsConfig
 from kafkacompat.errors import ConfigError, UsageError
 from kafkacompat.negotiation.handshake.config import HandshakeConfig
 from kafkacompat.negotiation.version_policy import VersionPolicy

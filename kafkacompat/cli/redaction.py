@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 
-from kafkacompat.connection.config import Secret
+from kafkacompat.connection.security import Secret
 
 __all__ = ["MASK", "Redactor"]
 

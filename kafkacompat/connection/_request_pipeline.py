@@ -75,6 +75,7 @@ from kafkacompat.negotiation.pipeline_events import (
 from kafkacompat.protocol import _wire, framing, messages
 from kafkacompat.protocol.framing import DEFAULT_HEADERS, RequestHeaders
 from kafkacompat.protocol.message import KafkaMessage, Reader, decode_at
+from kafkacompat.protocol.messages.api_key_numbers import PRODUCE
 from kafkacompat.protocol.reply_limits import ReplyLimits
 from kafkacompat.protocol.versions import VersionRange
 
@@ -91,7 +92,7 @@ __all__ = [
 
 _INT32_MAX: Final = 0x7FFFFFFF
 _INT32: Final = _wire.INT32
-_PRODUCE: Final = int(messages.ApiKey.PRODUCE)  # a plain int: compared for every request
+_PRODUCE: Final = PRODUCE  # compared for every request
 #: acks=0 correlation ids remembered, in case the broker answers them anyway.
 ACKS0_MEMORY: Final = 1024
 #: Seconds a refill smaller than a wave (a quarter of the slots) waits for company at most.

@@ -1,7 +1,8 @@
 """How a connection is set up: timeouts, limits, TLS, SASL, retries, version policy.
 
-All frozen data.  Secrets (SASL passwords) are held in ``Secret`` objects whose
-repr and str never show the value, so a config can be logged or printed.
+All frozen data.  The TLS and SASL settings, and the ``Secret`` that holds a
+password, live in ``security``: a connection without them never loads their
+classes (each frozen dataclass costs a process some 20 KiB to define).
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from typing import TYPE_CHECKING, Literal, get_args
 from kafkacompat.errors import ConfigError, EncodeError
 from kafkacompat.negotiation.handshake.config import HandshakeConfig
 from kafkacompat.protocol.framing import DEFAULT_CLIENT_ID, DEFAULT_MAX_FRAME_SIZE, RequestHeaders
-from kafkacompat.protocol.messages import ApiKey
+from kafkacompat.protocol.messages.api_key_numbers import API_VERSIONS
 from kafkacompat.protocol.reply_limits import ReplyLimits
 
 if TYPE_CHECKING:
-    from pathlib import Path  # annotations only: a plaintext connection does not import pathlib
+    from kafkacompat.connection.security import SaslConfig, TlsConfig
 
     # Annotations only: a connection that picks no version (a bare handshake) does not load the picker.
     from kafkacompat.negotiation.version_policy import VersionPolicy
@@ -29,71 +30,7 @@ __all__ = [
     "MisroutingCheck",
     "ReplyLimits",
     "RetryPolicy",
-    "SaslConfig",
-    "Secret",
-    "TlsConfig",
 ]
-
-class Secret:
-    """A string that never shows itself in reprs, logs or tracebacks."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        if not isinstance(value, str):
-            raise ConfigError("a secret must be a str")
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(("Secret", self._value))
-
-
-@dataclass(frozen=True, slots=True)
-class TlsConfig:
-    """TLS for the connection; verification and hostname checks are on unless turned off."""
-
-    ca_file: Path | None = None
-    cert_file: Path | None = None
-    key_file: Path | None = None
-    key_password: Secret | None = None
-    verify: bool = True
-    check_hostname: bool = True
-    server_hostname: str | None = None  # SNI and the name checked; defaults to the host
-
-
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-
-
-@dataclass(frozen=True, slots=True)
-class SaslConfig:
-    mechanism: str
-    username: str
-    password: Secret
-    max_scram_iterations: int = 100_000  # refuse a server that asks for more (a CPU trap)
-
-    def __post_init__(self) -> None:
-        if self.mechanism.upper() not in MECHANISMS:
-            raise ConfigError(f"SASL mechanism {self.mechanism!r} is not one of {', '.join(MECHANISMS)}")
-        object.__setattr__(self, "mechanism", self.mechanism.upper())
-        if isinstance(self.password, str):
-            object.__setattr__(self, "password", Secret(self.password))
-
-    def redact(self, text: str) -> str:
-        """``text`` (a broker's message, say) with the password, should it be echoed, blotted out."""
-        password = self.password.reveal()
-        return text.replace(password, "***") if password else text
-
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
@@ -214,7 +151,7 @@ class ConnectionConfig:
             raise ConfigError(f"client_id must be a str or None, not {type(self.client_id).__name__}")
         headers = RequestHeaders(self.client_id)
         try:  # a client id the header cannot carry fails here, not on the first connect
-            headers.around_id(ApiKey.API_VERSIONS, self.handshake.max_version)
+            headers.around_id(API_VERSIONS, self.handshake.max_version)
         except EncodeError as exc:
             raise ConfigError(f"client_id cannot be written in a request header: {exc}") from None
         object.__setattr__(self, "request_headers", headers)

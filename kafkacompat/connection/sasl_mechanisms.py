@@ -38,7 +38,7 @@ import hashlib
 import hmac
 import secrets
 
-from kafkacompat.connection.config import SaslConfig, Secret
+from kafkacompat.connection.security import SaslConfig, Secret
 from kafkacompat.errors import AuthenticationError
 from kafkacompat.negotiation.sasl_exchange import SaslMechanism  # what the mechanisms here satisfy
 

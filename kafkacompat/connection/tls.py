@@ -7,8 +7,10 @@ It imports ``ssl`` only, never trio.
 from __future__ import annotations
 
 import ssl
+from typing import TYPE_CHECKING
 
-from kafkacompat.connection.config import TlsConfig
+if TYPE_CHECKING:  # an annotation: the trio stream imports this module for every connection
+    from kafkacompat.connection.security import TlsConfig
 
 __all__ = ["tls_context"]
 

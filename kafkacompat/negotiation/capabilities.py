@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from kafkacompat.errors import ConfigError, ProtocolError
-from kafkacompat.protocol.messages import ApiKey
+from kafkacompat.protocol.messages.api_key_numbers import API_VERSIONS
 from kafkacompat.protocol.versions import VersionRange
 
 if TYPE_CHECKING:  # annotations only: the handshake imports this module (sealed), not the reverse
@@ -322,7 +322,7 @@ class BrokerCapabilities:
         accepted = self.transcript.api_versions_version if self.transcript is not None else None
         if accepted is None or accepted >= 4:
             return None
-        own = self.api_ranges.get(ApiKey.API_VERSIONS)
+        own = self.api_ranges.get(API_VERSIONS)
         if own is not None and not own.empty and own.highest >= 4:
             return (
                 f"partial: ApiVersions was answered at v{accepted}; this broker answers v4 and leaves "

@@ -10,7 +10,6 @@ dataclass's ``__init__`` sets each field through ``object.__setattr__``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from enum import IntEnum
 from types import MappingProxyType
 from typing import Final, NamedTuple
@@ -43,25 +42,49 @@ class Stage(IntEnum):
     ENDED = 4  # answered, failed, abandoned: nothing more will happen to it
 
 
-@dataclass(eq=False, slots=True)
 class Ticket:
-    """One request handed to the pipeline: the caller's handle on it.
+    """One request handed to the pipeline: the caller's handle on it (compared by identity).
 
-    ``response_cls`` and ``version`` say how its answer will be read.
+    ``response_cls`` and ``version`` say how its answer will be read; ``reader`` is the
+    codec's reader of that answer's body (None: the class has none at this version, and
+    ``decode`` says so), looked up once per API and version, not per answer.  A plain
+    class: a dataclass would cost every connection some 20 KiB of memory to define.
     """
 
-    correlation_id: int
-    api_key: int
-    version: int
-    response_cls: type[KafkaMessage]
-    expects_reply: bool
-    frame: bytes = field(repr=False)
-    reply_limit: int = DEFAULT_MAX_FRAME_SIZE  # the ceiling for its answer's size
-    response_header_version: int = 1
-    # The codec's reader of the answer's body (None: the class has none at this version,
-    # and ``decode`` says so): looked up once per API and version, not per answer.
-    reader: Reader | None = field(default=None, repr=False)
-    stage: Stage = Stage.QUEUED
+    __slots__ = (
+        "api_key", "correlation_id", "expects_reply", "frame", "reader", "reply_limit",
+        "response_cls", "response_header_version", "stage", "version",
+    )
+
+    def __init__(
+        self,
+        correlation_id: int,
+        api_key: int,
+        version: int,
+        response_cls: type[KafkaMessage],
+        expects_reply: bool,
+        frame: bytes,
+        reply_limit: int = DEFAULT_MAX_FRAME_SIZE,  # the ceiling for its answer's size
+        response_header_version: int = 1,
+        reader: Reader | None = None,
+        stage: Stage = Stage.QUEUED,
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.api_key = api_key
+        self.version = version
+        self.response_cls = response_cls
+        self.expects_reply = expects_reply
+        self.frame = frame
+        self.reply_limit = reply_limit
+        self.response_header_version = response_header_version
+        self.reader = reader
+        self.stage = stage
+
+    def __repr__(self) -> str:
+        return (
+            f"Ticket(correlation_id={self.correlation_id}, api_key={self.api_key}, version={self.version},"
+            f" response_cls={self.response_cls.__name__}, stage={self.stage.name})"
+        )
 
     def timeout_error(self, name: str, max_in_flight: int, node: str | None) -> KafkaTimeoutError:
         """What the caller of a request named ``name`` is told when its deadline passes (ask

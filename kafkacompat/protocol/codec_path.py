@@ -11,6 +11,12 @@ built and in use, a class's ``_READERS`` then maps each version to a
 classes and hands bytes that break a rule to the Python reader of the same
 layout, so errors are raised by one code path only.
 
+The native module is loaded on the first decode that needs it, not at import:
+mapped, it costs a process about 80 KiB, which a process that only negotiates
+(a probe, ``inspect``, a connection opened for its capabilities) would pay for
+nothing; the first contact's own messages (``_FIRST_CONTACT``) decode in Python
+until something else has loaded it.
+
 ``current()`` says which path is in use and ``describe()`` why (``kafkacompat
 --version`` prints it); ``use()`` switches (the codec tests run on both paths).
 ``KAFKACOMPAT_CODEC=pure`` in the environment starts on the Python readers.
@@ -18,6 +24,7 @@ layout, so errors are raised by one code path only.
 
 from __future__ import annotations
 
+import _thread
 import binascii
 import os
 from collections.abc import Callable, Mapping
@@ -72,24 +79,77 @@ def _load_native(source: str = os.path.join(_HERE, "_native.c")) -> tuple[Module
     return _native, None
 
 
-_NATIVE_MODULE, _UNAVAILABLE = _load_native()
-_path: CodecPath = NATIVE if _NATIVE_MODULE is not None and os.environ.get(ENV) != PURE else PURE
-# Every class installed: (class, its Python readers, its native readers or None).
-_installed: list[tuple[type[KafkaMessage], Mapping[int, Reader], Mapping[int, Reader] | None]] = []
+# The first contact's messages: decoded by every connection, each a few hundred bytes.
+# They never load the native module (a process that only negotiates, a probe or an
+# ``inspect``, is spared its memory); they use it once something else has loaded it.
+_FIRST_CONTACT = frozenset({"ApiVersionsRequest", "ApiVersionsResponse", "RequestHeader", "ResponseHeader"})
+
+_load_lock = _thread.allocate_lock()
+_loaded = False  # whether the native module was looked for (_NATIVE_MODULE, _UNAVAILABLE say what came of it)
+_NATIVE_MODULE: ModuleType | None = None
+_UNAVAILABLE: str | None = None
+_path: CodecPath = PURE if os.environ.get(ENV) == PURE else NATIVE  # NATIVE: once loaded, if it loads
+# Every class installed: [class, its Python readers, its native readers (None: not made, or none)].
+_installed: list[list[Any]] = []
+
+
+class _NativeOnFirstUse(dict):  # type: ignore[type-arg]
+    """A class's Python readers until its first decode, which loads the native module and
+    gives every installed class its native readers (the answer comes from those)."""
+
+    __slots__ = ("cls",)
+
+    def __init__(self, pure: Mapping[int, Reader], cls: type[KafkaMessage]) -> None:
+        super().__init__(pure)
+        self.cls = cls
+
+    def __getitem__(self, version: int) -> Reader:
+        _settle()
+        return self.cls._READERS[version]
+
+    def get(self, version: int, default: Any = None) -> Any:
+        _settle()
+        return self.cls._READERS.get(version, default)
+
+
+def _settle() -> None:
+    """Look for the native module (once) and give every installed class the readers of the path."""
+    global _loaded, _NATIVE_MODULE, _UNAVAILABLE, _path
+    with _load_lock:
+        if _loaded:
+            return
+        _NATIVE_MODULE, _UNAVAILABLE = _load_native()
+        if _NATIVE_MODULE is None:
+            _path = PURE
+        _loaded = True
+        _apply()
+
+
+def _apply(entries: list[list[Any]] | None = None) -> None:
+    """Each installed class's ``_READERS`` (``entries``: all of them): its native readers on
+    the native path, else its own."""
+    for entry in _installed if entries is None else entries:
+        cls, pure, native = entry
+        if _path == NATIVE and _NATIVE_MODULE is not None and native is None:
+            native = entry[2] = _native_readers(cls, pure)
+        cls._READERS = native if _path == NATIVE and native is not None else pure
 
 
 def native_unavailable() -> str | None:
     """Why the native reader cannot be used (not built, stale), or None when it can."""
+    _settle()
     return _UNAVAILABLE
 
 
 def current() -> CodecPath:
     """``"native"`` or ``"pure"``: the readers messages are decoded with now."""
+    _settle()
     return _path
 
 
 def describe() -> str:
     """One line: the path in use, and why when it is the Python one."""
+    _settle()
     if _path == NATIVE:
         return "native, C extension kafkacompat.protocol._native"
     if _UNAVAILABLE is not None:
@@ -104,32 +164,38 @@ def use(path: CodecPath) -> None:
     global _path
     if path not in (NATIVE, PURE):
         raise ConfigError(f"unknown codec path {path!r} (one of: native, pure)")
+    _settle()
     if path == NATIVE and _NATIVE_MODULE is None:
         raise ConfigError(f"the native codec path cannot be used: {_UNAVAILABLE}")
     _path = path
-    for cls, pure, native in _installed:
-        cls._READERS = native if path == NATIVE and native is not None else pure
+    _apply()
 
 
 def install(*classes: type[KafkaMessage]) -> None:
-    """Give each class native readers beside its Python ones (called by every generated module)."""
+    """Give each class native readers beside its Python ones (called by every generated module).
+
+    Until the native module is looked for, a class keeps its Python readers behind a
+    mapping that looks for it on the class's first decode (the first contact's classes
+    keep theirs as they are: see ``_FIRST_CONTACT``)."""
     for cls in classes:
-        if any(done is cls for done, _, _ in _installed):
+        if any(entry[0] is cls for entry in _installed):
             continue
         pure = cls._READERS
-        native = _native_readers(cls) if _NATIVE_MODULE is not None else None
-        _installed.append((cls, pure, native))
-        if _path == NATIVE and native is not None:
-            cls._READERS = native
+        entry: list[Any] = [cls, pure, None]
+        _installed.append(entry)
+        if _loaded:
+            _apply([entry])
+        elif _path == NATIVE and cls.NAME not in _FIRST_CONTACT:
+            cls._READERS = _NativeOnFirstUse(pure, cls)
 
 
-def _native_readers(cls: type[KafkaMessage]) -> dict[int, Reader]:
+def _native_readers(cls: type[KafkaMessage], pure: Mapping[int, Reader]) -> dict[int, Reader]:
     assert _NATIVE_MODULE is not None
     by_table: dict[int, Reader] = {}  # versions of one layout share one reader, as in Python
     readers = {}
     for version, table in cls._LAYOUTS.items():
         reader = by_table.get(id(table))
         if reader is None:
-            reader = by_table[id(table)] = _NATIVE_MODULE.Reader(table, cls._READERS[version])
+            reader = by_table[id(table)] = _NATIVE_MODULE.Reader(table, pure[version])
         readers[version] = reader
     return readers

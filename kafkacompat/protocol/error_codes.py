@@ -14,10 +14,9 @@ exception here: ``error_for`` answers with a synthetic, non-retriable
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import cache
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 __all__ = [
     "BY_CODE",
@@ -43,9 +42,11 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class KafkaErrorCode:
-    """One protocol error code: its number, Kafka's name, whether Kafka retries it, a summary."""
+class KafkaErrorCode(NamedTuple):
+    """One protocol error code: its number, Kafka's name, whether Kafka retries it, a summary.
+
+    A named tuple, not a dataclass: every connection imports this module, and a frozen
+    dataclass costs a process some 20 KiB of memory to define."""
 
     code: int
     name: str

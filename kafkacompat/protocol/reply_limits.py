@@ -48,27 +48,36 @@ from typing import Any, Final
 
 from kafkacompat.errors import ConfigError, DecodeError, ReplyTooLargeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.messages import ApiKey
+from kafkacompat.protocol.messages.api_key_numbers import (
+    API_VERSIONS,
+    DESCRIBE_CLUSTER,
+    FIND_COORDINATOR,
+    METADATA,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+    UPDATE_FEATURES,
+)
 
 __all__ = ["DEFAULT_CEILINGS", "ReplyLimits"]
 
 KIB = 1024
 MIB = 1024 * KIB
 
-# A plain int: compared for every request sent.
-_METADATA: Final = int(ApiKey.METADATA)
-_API_VERSIONS: Final = int(ApiKey.API_VERSIONS)  # read per connect: an enum member costs ~0.1 us on 3.11
+# Plain ints (not ``ApiKey`` members, whose enum every connection would then define): compared
+# for every request sent, and read per connect.
+_METADATA: Final = METADATA
+_API_VERSIONS: Final = API_VERSIONS
 
 #: Ceiling per API key of the request answered (Metadata: when it asks for no topics).
 DEFAULT_CEILINGS: Mapping[int, int] = MappingProxyType(
     {
-        ApiKey.API_VERSIONS: 64 * KIB,
-        ApiKey.METADATA: 256 * KIB,
-        ApiKey.FIND_COORDINATOR: 1 * MIB,
-        ApiKey.DESCRIBE_CLUSTER: 256 * KIB,
-        ApiKey.SASL_HANDSHAKE: 64 * KIB,
-        ApiKey.SASL_AUTHENTICATE: 64 * KIB,
-        ApiKey.UPDATE_FEATURES: 1 * MIB,
+        API_VERSIONS: 64 * KIB,
+        METADATA: 256 * KIB,
+        FIND_COORDINATOR: 1 * MIB,
+        DESCRIBE_CLUSTER: 256 * KIB,
+        SASL_HANDSHAKE: 64 * KIB,
+        SASL_AUTHENTICATE: 64 * KIB,
+        UPDATE_FEATURES: 1 * MIB,
     }
 )
 

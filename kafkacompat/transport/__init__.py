@@ -18,14 +18,8 @@ from kafkacompat._lazy import lazy_exports as _lazy_exports
 if TYPE_CHECKING:
     from kafkacompat.blocking.connection import BlockingConnection, open_blocking_connection
     from kafkacompat.blocking.probe import probe_address, probe_broker
-    from kafkacompat.connection.config import (
-        ConnectionConfig,
-        ReplyLimits,
-        RetryPolicy,
-        SaslConfig,
-        Secret,
-        TlsConfig,
-    )
+    from kafkacompat.connection.config import ConnectionConfig, ReplyLimits, RetryPolicy
+    from kafkacompat.connection.security import SaslConfig, Secret, TlsConfig
     from kafkacompat.negotiation.capability_changes import CapabilityChange
     from kafkacompat.transport.cluster import Cluster, connect
     from kafkacompat.transport.connection import BrokerConnection, open_connection
@@ -40,9 +34,9 @@ _HOMES = {
     "ConnectionConfig": "kafkacompat.connection.config",
     "ReplyLimits": "kafkacompat.connection.config",
     "RetryPolicy": "kafkacompat.connection.config",
-    "SaslConfig": "kafkacompat.connection.config",
-    "Secret": "kafkacompat.connection.config",
-    "TlsConfig": "kafkacompat.connection.config",
+    "SaslConfig": "kafkacompat.connection.security",
+    "Secret": "kafkacompat.connection.security",
+    "TlsConfig": "kafkacompat.connection.security",
     "SyncCluster": "sync",
     "connect_sync": "sync",
     "probe_address": "kafkacompat.blocking.probe",

@@ -7,9 +7,9 @@ from hypothesis import strategies as st
 
 from kafkacompat.connection._request_pipeline import ResponseReceived
 from kafkacompat.connection.client_connection import ClientConnection, Ready
-from kafkacompat.connection.config import SaslConfig as ClientSasl
 from kafkacompat.connection.sasl import SaslLogin
 from kafkacompat.connection.sasl_mechanisms import create_mechanism
+from kafkacompat.connection.security import SaslConfig as ClientSasl
 from kafkacompat.protocol import messages
 from kafkacompat.testing.emulator import ClusterState, Node, SaslConfig, release_profiles
 from tests.support.memory_wire import MemoryWire, round_trip, set_up

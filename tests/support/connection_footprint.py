@@ -68,6 +68,9 @@ NOT_FOR_A_PLAIN_CONNECTION = frozenset(
         "kafkacompat.negotiation.handshake.legacy",  # pre-0.10 brokers only: the probe and the check
         "kafkacompat.negotiation.handshake.legacy_probe",
         "kafkacompat.negotiation.features",
+        "kafkacompat.protocol._native",  # the native reader: loaded by the first decode past the handshake
+        "kafkacompat.protocol.messages.api_keys",  # the ApiKey enum: the connection kit reads plain ints
+        "kafkacompat.connection.security",  # TLS and SASL settings: a plaintext connection has none
         "kafkacompat.negotiation.coordinators",
         "kafkacompat.transport.cluster",
         "kafkacompat.cluster.core",

@@ -44,7 +44,8 @@ from kafkacompat.protocol.error_codes import (
     error_for,
 )
 from kafkacompat.protocol.framing import DEFAULT_HEADERS, FOREIGN_BYTES_KEPT, RequestHeaders, foreign_kind
-from kafkacompat.protocol.messages import ApiKey, ApiVersionsResponse
+from kafkacompat.protocol.messages import ApiVersionsResponse
+from kafkacompat.protocol.messages.api_key_numbers import API_VERSIONS
 from kafkacompat.protocol.versions import VersionRange
 
 if TYPE_CHECKING:  # an identity is the cluster layer's (KIP-1242): a plain connection never loads it
@@ -63,7 +64,7 @@ __all__ = [
     "stand_in_result",
 ]
 
-API_VERSIONS_KEY: Final = int(ApiKey.API_VERSIONS)  # the key of ApiVersions itself in its own answer
+API_VERSIONS_KEY: Final = API_VERSIONS  # the key of ApiVersions itself in its own answer
 K = TypeVar("K", int, str)
 _API_KEY = operator.attrgetter("api_key")
 _MIN_VERSION = operator.attrgetter("min_version")

@@ -96,10 +96,9 @@ row for the current state is refused.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Final
+from typing import Final, NamedTuple
 
 __all__ = [
     "EVENTS_BY_STATE",
@@ -133,12 +132,12 @@ class Event(StrEnum):
     QUIET = "quiet"  # no reply within the quiet period the action named
 
 
-@dataclass(frozen=True, slots=True)
-class Transition:
+class Transition(NamedTuple):
     """On ``event`` in ``source``, when the handshake judges ``outcome``, go to ``target``.
 
     ``outcome`` is the token the transcript records; ``next_step`` is what it
-    says was decided (``{version}`` is the next version tried).
+    says was decided (``{version}`` is the next version tried).  A named tuple: a table
+    row every connection loads, which a frozen dataclass would cost 20 KiB to define.
     """
 
     source: State

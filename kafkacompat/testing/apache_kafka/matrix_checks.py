@@ -20,7 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from kafkacompat.blocking.connection import open_blocking_connection
-from kafkacompat.connection.config import ConnectionConfig, SaslConfig, Secret, TlsConfig
+from kafkacompat.connection.config import ConnectionConfig
+from kafkacompat.connection.security import SaslConfig, Secret, TlsConfig
 from kafkacompat.errors import EmulatorConfigError, KafkaCompatError
 from kafkacompat.protocol.messages import MetadataRequest
 from kafkacompat.protocol.removals import refused_by

@@ -18,8 +18,9 @@ import pytest
 
 from kafkacompat.aio import BrokerConnection, open_connection
 from kafkacompat.blocking.probe import probe_broker
-from kafkacompat.connection.config import ConnectionConfig, TlsConfig
-from kafkacompat.connection.config import SaslConfig as ClientSasl
+from kafkacompat.connection.config import ConnectionConfig
+from kafkacompat.connection.security import SaslConfig as ClientSasl
+from kafkacompat.connection.security import TlsConfig
 from kafkacompat.errors import (
     AuthenticationError,
     BrokerTooOldError,

@@ -24,7 +24,8 @@ import trustme
 import kafkacompat
 import kafkacompat.aio
 from kafkacompat.blocking.connection import open_blocking_connection
-from kafkacompat.connection.config import ConnectionConfig, SaslConfig, Secret, TlsConfig
+from kafkacompat.connection.config import ConnectionConfig
+from kafkacompat.connection.security import SaslConfig, Secret, TlsConfig
 from kafkacompat.errors import AuthenticationError, KafkaCompatError, WrongProtocolError
 from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
 from kafkacompat.testing import ApacheKafka

@@ -18,8 +18,9 @@ import pytest
 
 from kafkacompat.blocking.connection import BlockingConnection, open_blocking_connection
 from kafkacompat.blocking.probe import probe_broker
-from kafkacompat.connection.config import ConnectionConfig, Secret, TlsConfig
-from kafkacompat.connection.config import SaslConfig as ClientSasl
+from kafkacompat.connection.config import ConnectionConfig
+from kafkacompat.connection.security import SaslConfig as ClientSasl
+from kafkacompat.connection.security import Secret, TlsConfig
 from kafkacompat.errors import (
     AuthenticationError,
     BrokerTooOldError,

@@ -14,8 +14,9 @@ import pytest
 import trio
 
 from kafkacompat.cluster.coordinator_lookup import CoordinatorLookup
-from kafkacompat.connection.config import ConnectionConfig, RetryPolicy, TlsConfig
-from kafkacompat.connection.config import SaslConfig as ClientSasl
+from kafkacompat.connection.config import ConnectionConfig, RetryPolicy
+from kafkacompat.connection.security import SaslConfig as ClientSasl
+from kafkacompat.connection.security import TlsConfig
 from kafkacompat.errors import (
     AuthenticationError,
     KafkaCompatError,

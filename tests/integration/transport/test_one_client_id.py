@@ -12,8 +12,9 @@ import asyncio
 import pytest
 
 from kafkacompat import aio
-from kafkacompat.connection.config import ConnectionConfig, Secret
-from kafkacompat.connection.config import SaslConfig as ClientSasl
+from kafkacompat.connection.config import ConnectionConfig
+from kafkacompat.connection.security import SaslConfig as ClientSasl
+from kafkacompat.connection.security import Secret
 from kafkacompat.protocol.messages import ApiKey, MetadataRequest
 from kafkacompat.testing.emulator import EmulatedCluster, SaslConfig, ThreadedCluster
 from kafkacompat.transport.connection import open_connection

@@ -26,7 +26,8 @@ import pytest
 import trio
 
 from kafkacompat.blocking.probe import probe_address, probe_broker
-from kafkacompat.connection.config import ConnectionConfig, TlsConfig
+from kafkacompat.connection.config import ConnectionConfig
+from kafkacompat.connection.security import TlsConfig
 from kafkacompat.errors import (
     AuthenticationError,
     KafkaCompatError,
@@ -303,7 +304,8 @@ def test_closed_port_is_a_transport_error() -> None:
 CHILD = """
 import json, resource, sys
 import kafkacompat
-from kafkacompat.connection.config import ConnectionConfig, TlsConfig
+from kafkacompat.connection.config import ConnectionConfig
+from kafkacompat.connection.security import TlsConfig
 tls = TlsConfig(ca_file=sys.argv[3]) if len(sys.argv) > 3 else None
 config = ConnectionConfig(connect_timeout=3, request_timeout=3, tls=tls)
 before = sorted(m for m in ("ssl", "_ssl") if m in sys.modules)

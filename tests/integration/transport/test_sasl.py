@@ -16,7 +16,8 @@ import pytest
 import trio
 import trio.testing
 
-from kafkacompat.connection.config import ConnectionConfig, SaslConfig, Secret
+from kafkacompat.connection.config import ConnectionConfig
+from kafkacompat.connection.security import SaslConfig, Secret
 from kafkacompat.errors import AuthenticationError, BrokerStartError, KafkaCompatError, KafkaTimeoutError
 from kafkacompat.protocol.messages import (
     MetadataRequest,

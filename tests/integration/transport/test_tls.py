@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from kafkacompat.connection.config import ConnectionConfig, SaslConfig, Secret, TlsConfig
+from kafkacompat.connection.config import ConnectionConfig
+from kafkacompat.connection.security import SaslConfig, Secret, TlsConfig
 from kafkacompat.errors import (
     AuthenticationError,
     KafkaCompatError,

@@ -12,7 +12,8 @@ import pytest
 from kafkacompat.cli.failures import CommandFailed, explain_failure
 from kafkacompat.cli.output import Output, Progress, progress_mode
 from kafkacompat.cli.redaction import Redactor
-from kafkacompat.connection.config import ConnectionConfig, SaslConfig, Secret, TlsConfig
+from kafkacompat.connection.config import ConnectionConfig
+from kafkacompat.connection.security import SaslConfig, Secret, TlsConfig
 from kafkacompat.errors import (
     AuthenticationError,
     BrokerTooOldError,

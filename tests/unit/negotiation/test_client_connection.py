@@ -13,10 +13,10 @@ from kafkacompat.connection.client_connection import (
     Write,
 )
 from kafkacompat.connection.config import ConnectionConfig
-from kafkacompat.connection.config import SaslConfig as ClientSasl
 from kafkacompat.connection.first_contact import FIRST_CONTACT_CORRELATION_ID
 from kafkacompat.connection.sasl import SaslLogin
 from kafkacompat.connection.sasl_mechanisms import create_mechanism
+from kafkacompat.connection.security import SaslConfig as ClientSasl
 from kafkacompat.errors import (
     AuthenticationError,
     BrokerTooOldError,

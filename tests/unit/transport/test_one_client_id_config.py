@@ -6,9 +6,9 @@ import pytest
 
 from kafkacompat.connection.client_connection import ClientConnection, Ready
 from kafkacompat.connection.config import ConnectionConfig
-from kafkacompat.connection.config import SaslConfig as ClientSasl
 from kafkacompat.connection.sasl import SaslLogin
 from kafkacompat.connection.sasl_mechanisms import create_mechanism
+from kafkacompat.connection.security import SaslConfig as ClientSasl
 from kafkacompat.errors import ConfigError
 from kafkacompat.negotiation.handshake import HandshakeConfig
 from kafkacompat.protocol import messages

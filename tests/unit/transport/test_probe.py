@@ -24,8 +24,9 @@ import pytest
 
 from kafkacompat.blocking import connection as blocking_module
 from kafkacompat.blocking.probe import probe_address, probe_broker
-from kafkacompat.connection.config import ConnectionConfig, TlsConfig
+from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.connection.os_errors import translate_os_error
+from kafkacompat.connection.security import TlsConfig
 from kafkacompat.errors import (
     BrokerTooOldError,
     ConfigError,
@@ -407,7 +408,7 @@ def test_address_forms(form: str) -> None:
 
 def test_sasl_is_ignored() -> None:
     """Kafka answers ApiVersions before authentication: the probe sends nothing else."""
-    from kafkacompat.connection.config import SaslConfig, Secret
+    from kafkacompat.connection.security import SaslConfig, Secret
 
     config = ConnectionConfig(sasl=SaslConfig("PLAIN", "alice", Secret("x")), request_timeout=2.0)
 

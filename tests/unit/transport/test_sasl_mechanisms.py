@@ -9,13 +9,13 @@ import hmac
 import pytest
 import scramp  # type: ignore[import-untyped]
 
-from kafkacompat.connection.config import SaslConfig, Secret
 from kafkacompat.connection.sasl_mechanisms import (
     MIN_SCRAM_ITERATIONS,
     PlainMechanism,
     ScramMechanism,
     create_mechanism,
 )
+from kafkacompat.connection.security import SaslConfig, Secret
 from kafkacompat.errors import AuthenticationError
 
 # RFC 7677, section 3.
