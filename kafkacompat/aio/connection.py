@@ -13,8 +13,10 @@ what arrives to the connection; requests are written once the loop's current
 turn is over, everything due meanwhile in one write (handed to the channel
 whole, so no write is ever cut off half-way).  Requests past the in-flight
 bound wait inside the connection, which says when a write is due
-(``write_due_at``); a write it puts off is made by a timer of the loop.  A
-caller that times out or is cancelled gives its request back: not written, it
+(``write_due_at``).  One timer of the loop serves the connection: it rings at
+the earliest request deadline (``next_deadline``), when the connection ends
+the requests whose deadline passed (``expire``), or at a write put off.  A
+caller that times out or is cancelled loses its request: not written, it
 never is; written, its late answer is read and dropped.
 """
 
@@ -87,7 +89,8 @@ class BrokerConnection:
         self._read_task: asyncio.Task[None] | None = None
         self._waiters: dict[int, asyncio.Future[KafkaMessage | None]] = {}  # id(ticket) -> its caller
         self._flush_scheduled = False
-        self._flush_timer: asyncio.TimerHandle | None = None  # a write the connection put off
+        self._timer: asyncio.TimerHandle | None = None  # the one timer: a deadline, a write put off
+        self._timer_at = math.inf
         self._closed = False
 
     @property
@@ -153,8 +156,9 @@ class BrokerConnection:
         self._closed = True
         if self._protocol is not None:
             self._dispatch(self._protocol.closed())
-        if self._flush_timer is not None:
-            self._flush_timer.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer, self._timer_at = None, math.inf
         task, self._read_task = self._read_task, None
         try:
             if task is not None and task is not asyncio.current_task() and not task.done():
@@ -175,9 +179,10 @@ class BrokerConnection:
         """Send ``message`` at ``version`` (default: ``capabilities.pick_version``); return the answer.
 
         ``request_timeout`` overrides the configured one; when it passes, the
-        request is given up (its late answer is dropped) and
-        ``KafkaTimeoutError`` is raised.  A Produce with ``acks=0`` returns
-        None once written.
+        connection gives the request up (its late answer is dropped) and
+        ``KafkaTimeoutError`` is raised; the deadline covers waiting for an
+        in-flight slot and decoding the answer.  A Produce with ``acks=0``
+        returns None once written.
         """
         protocol = self._protocol
         if protocol is None or self.capabilities is None:
@@ -188,25 +193,17 @@ class BrokerConnection:
         deadline = loop.time() + limit
         if self._closed and protocol.failure is None:
             raise TransportError("the connection was closed", node=self.node)
-        ticket = protocol.send(message, version)  # past the bound, it waits for a slot in there
+        ticket = protocol.send(message, version, deadline)  # past the bound, it waits for a slot in there
         waiter: asyncio.Future[KafkaMessage | None] = loop.create_future()
         self._waiters[id(ticket)] = waiter
         if self._read_task is None:
             reading = self._read_loop(protocol)
             self._read_task = loop.create_task(reading, name=f"kafkacompat reader {self.node}")
         self._schedule_flush(protocol)
+        self._ring_by(deadline, protocol)
         try:
-            async with asyncio.timeout_at(deadline):
-                response = await waiter
-            if loop.time() > deadline:
-                # Decoding the answer ran past the deadline: a deadline covers the whole call.
-                raise TimeoutError
-            return cast(ResponseT, response)  # None only for an acks=0 Produce
-        except TimeoutError:
-            late = ticket.timeout_error(message.NAME, self.config.max_in_flight, self.node)
-            self._give_up(protocol, ticket)  # after: giving up ends its stage
-            raise late from None
-        except BaseException:
+            return cast(ResponseT, await waiter)  # None only for an acks=0 Produce
+        except BaseException:  # cancelled: the request is taken back as far as it can be
             self._give_up(protocol, ticket)
             raise
 
@@ -325,11 +322,7 @@ class BrokerConnection:
         now = loop.time()
         due = protocol.write_due_at(now)
         if due > now:
-            timer = self._flush_timer
-            if due < math.inf and (timer is None or timer.when() != due):
-                if timer is not None:
-                    timer.cancel()
-                self._flush_timer = loop.call_at(due, self._flush_timer_rang, protocol)
+            self._ring_by(due, protocol)  # a write put off
             return
         data = protocol.bytes_to_send()
         try:
@@ -341,9 +334,24 @@ class BrokerConnection:
             return
         self._dispatch(protocol.write_done())
 
-    def _flush_timer_rang(self, protocol: ClientConnection) -> None:
-        self._flush_timer = None  # asyncio may run a timer a clock tick early: asked again then
+    def _ring_by(self, at: float, protocol: ClientConnection) -> None:
+        """The one timer rings by ``at`` (it is moved when it was set later)."""
+        if at < self._timer_at:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer_at = at
+            self._timer = asyncio.get_running_loop().call_at(at, self._timer_rang, protocol)
+
+    def _timer_rang(self, protocol: ClientConnection) -> None:
+        """End the requests whose deadline passed, make a write put off, and set the timer for
+        the next instant (asyncio may run a timer a clock tick early: it rings again then)."""
+        self._timer, self._timer_at = None, math.inf
+        if not protocol.is_ready:
+            return
+        self._dispatch(protocol.expire(asyncio.get_running_loop().time()))
         self._flush(protocol)
+        if protocol.is_ready:
+            self._ring_by(protocol.next_deadline(), protocol)
 
     def _write_failed(self, protocol: ClientConnection, exc: OSError) -> None:
         if protocol.is_ready:
@@ -358,10 +366,13 @@ class BrokerConnection:
             self._schedule_flush(protocol)  # its slot may go to a request waiting for one
 
     def _dispatch(self, events: list[PipelineEvent]) -> None:
+        now = asyncio.get_running_loop().time() if events else 0.0  # after decoding: a deadline covers it
         for ticket, response, error in endings(events):
             waiter = self._waiters.pop(id(ticket), None)
             if waiter is None or waiter.done():
                 continue
+            if error is None and now > ticket.deadline:  # decoded too late
+                error = ticket.timeout_error(self.config.max_in_flight, self.node)
             if error is not None:
                 waiter.set_exception(error.with_traceback(None))
             else:

@@ -20,6 +20,12 @@ wrong caller.  Two exceptions follow from Kafka itself:
   behind, and its late answer is read and dropped; one cut off half-way
   through being written corrupts the stream, so the connection fails.
 
+A request may carry a deadline, on the driver's clock: ``expire(now)`` ends
+every request whose deadline has passed with a ``KafkaTimeoutError`` (saying
+whether it was still waiting for a slot or for its answer), and takes it back
+as a caller giving up would.  The driver keeps one timer, at
+``next_deadline()``, for all of them (``_request_deadlines``).
+
 At most ``max_in_flight`` requests hold a slot (queued to write, being written
 or awaiting their answer); ``send`` takes any number, and the requests past
 the bound wait here, in order, for a slot.  Slots freed by answers are refilled
@@ -40,9 +46,9 @@ tasks.  The drivers (trio, blocking) write the bytes it hands out, feed it the
 bytes they read, and wake the callers named in the events it returns.
 
 Every request handed out by ``send`` ends exactly once, with one of:
-``ResponseReceived``, ``RequestFailed`` (alone, or as one of the requests a
-``ConnectionFailed`` lists), ``SentWithoutReply`` (acks=0), or the caller's own
-``abandon``.  A hypothesis state machine in the tests walks that promise.
+``ResponseReceived``, ``RequestFailed`` (alone, its deadline's among them, or as
+one of the requests a ``ConnectionFailed`` lists), ``SentWithoutReply`` (acks=0),
+or the caller's own ``abandon``.  A hypothesis state machine in the tests walks that promise.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Final
 
+from kafkacompat.connection._request_deadlines import RequestDeadlines
 from kafkacompat.connection.config import DEFAULT_MAX_IN_FLIGHT
 from kafkacompat.errors import (
     DecodeError,
@@ -152,6 +159,7 @@ class RequestPipeline:
         self._expected: dict[int, tuple[int, str]] = {}  # awaited id -> (size ceiling, response name)
         self._abandoned: set[int] = set()  # written, given up by their caller
         self._acks0: dict[int, None] = {}  # recent acks=0 ids, oldest first
+        self._deadlines = RequestDeadlines()
         self._failure: KafkaCompatError | None = None
 
     # -- queries ------------------------------------------------------------------------
@@ -177,9 +185,10 @@ class RequestPipeline:
 
     # -- the request side ---------------------------------------------------------------
 
-    def send(self, message: KafkaMessage, version: int) -> Ticket:
+    def send(self, message: KafkaMessage, version: int, deadline: float = math.inf) -> Ticket:
         """Queue ``message`` at ``version``: encoded now (an error is the caller's), written
-        with ``bytes_to_send`` once it holds a slot; past the bound it waits for one."""
+        with ``bytes_to_send`` once it holds a slot; past the bound it waits for one.
+        Past ``deadline`` (the driver's clock; inf: never), ``expire`` ends it."""
         if self._failure is not None:
             raise self._failure.with_traceback(None)
         if message.MESSAGE_TYPE != "request" or message.API_KEY is None:
@@ -199,9 +208,11 @@ class RequestPipeline:
         expects_reply = api_key != _PRODUCE or getattr(message, "acks", 1) != 0  # acks=0: no answer
         ticket = Ticket(
             correlation_id, api_key, version, response_cls, expects_reply, frame, limit, header_version,
-            reader,
+            reader, name=message.NAME, deadline=deadline,
         )
         self._live[correlation_id] = ticket
+        if deadline < math.inf:
+            self._deadlines.add(ticket, len(self._live))
         if self._waiting or len(self._live) > self.max_in_flight:  # behind those already waiting
             ticket.stage = _WAITING
             self._waiting.append(ticket)
@@ -344,6 +355,25 @@ class RequestPipeline:
                 return [self._fail(silent)]
         return []
 
+    def next_deadline(self) -> float:
+        """The earliest deadline of a request that has not ended (inf: none): when to call
+        ``expire`` next."""
+        return self._deadlines.next_deadline()
+
+    def expire(self, now: float) -> list[PipelineEvent]:
+        """End every request whose deadline is ``now`` or before: a ``RequestFailed`` with the
+        ``KafkaTimeoutError`` its caller is told, each taken back as ``abandon`` takes it (so
+        one cut off mid-write fails the connection, the ``ConnectionFailed`` after it)."""
+        events: list[PipelineEvent] = []
+        for ticket in self._deadlines.due(now):
+            if ticket.stage is Stage.ENDED:  # ended by the abandon of one before it
+                continue
+            late = ticket.timeout_error(self.max_in_flight, self.node)
+            taken_back = self.abandon(ticket)
+            events.append(RequestFailed(ticket, late))
+            events += taken_back
+        return events
+
     # -- the response side --------------------------------------------------------------
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> list[PipelineEvent]:
@@ -460,6 +490,7 @@ class RequestPipeline:
         self._awaiting.clear()
         self._expected.clear()
         self._abandoned.clear()
+        self._deadlines.clear()
         return ConnectionFailed(error, failed, precise)
 
 

@@ -60,7 +60,10 @@ number: past ``max_in_flight`` they wait here for a slot), writes
 ``bytes_to_send()`` when ``write_due_at(now)`` says a write is due and
 confirms it with ``write_done``, feeds what it reads to ``receive_data`` and
 wakes the callers named in the events returned; a caller that gives up is
-``abandon``\ ed.  ``closed()`` at any time fails what is pending.
+``abandon``\ ed.  A request sent with a deadline is ended by ``expire(now)``
+once it passes: the driver keeps one timer, at ``next_deadline()``, for every
+request of the connection, never one per request.  ``closed()`` at any time
+fails what is pending.
 """
 
 from __future__ import annotations
@@ -513,18 +516,32 @@ class ClientConnection:
 
     # -- requests, once ready -----------------------------------------------------------
 
-    def send(self, message: KafkaMessage, version: int | None = None) -> Ticket:
+    def send(self, message: KafkaMessage, version: int | None = None, deadline: float = math.inf) -> Ticket:
         """Queue a request at ``version`` (default: the version picked for this broker).
 
         Any number may be queued: past ``max_in_flight`` a request waits here for a
-        slot (``write_due_at`` hands it out when one frees).  Raises what ended the
-        connection once it failed, and the codec's error for a message it cannot write.
+        slot (``write_due_at`` hands it out when one frees).  Past ``deadline`` (on the
+        driver's clock; inf: never) ``expire`` ends it with a ``KafkaTimeoutError``.
+        Raises what ended the connection once it failed, and the codec's error for a
+        message it cannot write.
         """
         pipeline = self._request_side()
         if version is None:
             assert self._capabilities is not None
             version = self._capabilities.pick_version(require_request(message, self.node))
-        return pipeline.send(message, version)
+        return pipeline.send(message, version, deadline)
+
+    def next_deadline(self) -> float:
+        """The earliest deadline of a request not ended yet (inf: none): the driver's one timer
+        for every request is set to it, and calls ``expire`` when it rings."""
+        pipeline = self._pipeline
+        return pipeline.next_deadline() if pipeline is not None else math.inf
+
+    def expire(self, now: float) -> list[PipelineEvent]:
+        """Every request whose deadline is ``now`` or before ends: ``RequestFailed`` with the
+        ``KafkaTimeoutError`` for its caller, the request taken back as ``abandon`` takes it."""
+        pipeline = self._pipeline
+        return self._watch(pipeline.expire(now)) if pipeline is not None else []
 
     def write_due_at(self, now: float) -> float:
         """When the next write is due, on the driver's clock: ``now`` or before (write

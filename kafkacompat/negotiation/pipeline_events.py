@@ -9,6 +9,7 @@ dataclass's ``__init__`` sets each field through ``object.__setattr__``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from enum import IntEnum
 from types import MappingProxyType
@@ -45,15 +46,17 @@ class Stage(IntEnum):
 class Ticket:
     """One request handed to the pipeline: the caller's handle on it (compared by identity).
 
-    ``response_cls`` and ``version`` say how its answer will be read; ``reader`` is the
-    codec's reader of that answer's body (None: the class has none at this version, and
-    ``decode`` says so), looked up once per API and version, not per answer.  A plain
+    ``name`` is the request's; ``response_cls`` and ``version`` say how its answer will
+    be read; ``reader`` is the codec's reader of that answer's body (None: the class has
+    none at this version, and ``decode`` says so), looked up once per API and version, not
+    per answer.  ``deadline`` is the instant, on the driver's clock, past which the
+    connection ends it with a timeout (``ClientConnection.expire``; inf: never).  A plain
     class: a dataclass would cost every connection some 20 KiB of memory to define.
     """
 
     __slots__ = (
-        "api_key", "correlation_id", "expects_reply", "frame", "reader", "reply_limit",
-        "response_cls", "response_header_version", "stage", "version",
+        "api_key", "correlation_id", "deadline", "expects_reply", "frame", "name", "reader",
+        "reply_limit", "response_cls", "response_header_version", "stage", "version",
     )
 
     def __init__(
@@ -68,6 +71,9 @@ class Ticket:
         response_header_version: int = 1,
         reader: Reader | None = None,
         stage: Stage = Stage.QUEUED,
+        *,
+        name: str = "",
+        deadline: float = math.inf,
     ) -> None:
         self.correlation_id = correlation_id
         self.api_key = api_key
@@ -79,23 +85,25 @@ class Ticket:
         self.response_header_version = response_header_version
         self.reader = reader
         self.stage = stage
+        self.name = name
+        self.deadline = deadline
 
     def __repr__(self) -> str:
         return (
-            f"Ticket(correlation_id={self.correlation_id}, api_key={self.api_key}, version={self.version},"
-            f" response_cls={self.response_cls.__name__}, stage={self.stage.name})"
+            f"Ticket({self.name or self.api_key} v{self.version}, correlation_id={self.correlation_id},"
+            f" stage={self.stage.name}, deadline={self.deadline})"
         )
 
-    def timeout_error(self, name: str, max_in_flight: int, node: str | None) -> KafkaTimeoutError:
-        """What the caller of a request named ``name`` is told when its deadline passes (ask
-        before it is abandoned): still waiting for an in-flight slot, or for its answer."""
+    def timeout_error(self, max_in_flight: int, node: str | None) -> KafkaTimeoutError:
+        """What its caller is told when its deadline passes (ask before it is abandoned):
+        still waiting for an in-flight slot, or for its answer."""
         if self.stage is Stage.WAITING:
             return KafkaTimeoutError(
-                f"timed out waiting for one of the {max_in_flight} in-flight slots to send {name} "
+                f"timed out waiting for one of the {max_in_flight} in-flight slots to send {self.name} "
                 f"v{self.version}",
                 node=node,
             )
-        return KafkaTimeoutError(f"no response to {name} v{self.version} within the timeout", node=node)
+        return KafkaTimeoutError(f"no response to {self.name} v{self.version} within the timeout", node=node)
 
 
 class ResponseReceived(NamedTuple):

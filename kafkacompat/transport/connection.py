@@ -10,16 +10,17 @@ broker upgraded or downgraded in between).
 Every protocol decision is the sans-I/O ``ClientConnection``'s: the setup and
 its deadlines (``negotiate``), correlation ids, the in-flight bound and the
 requests waiting past it, when a write is due, matching answers to requests,
-acks=0 Produce, requests given up, each answer's size ceiling.  This module
-keeps each caller's deadline on trio's clock and wakes the callers the events
-name; ``connection_tasks`` moves the bytes.
+acks=0 Produce, requests given up, each answer's size ceiling, and each
+request's deadline (``expire``).  This module puts callers to sleep and wakes
+the ones the events name; ``connection_tasks`` moves the bytes and keeps the
+one timer.
 
 A caller sleeps on a bare ``wait_task_rescheduled`` (a fraction of an Event's
-cost, which counts at thousands of requests a second), and its deadline is
-kept by the connection's ``DeadlineKeeper``, not a cancel scope per call.  One
-that times out or is cancelled takes its request back as far as it can: not
-written yet, it never is; written, its late answer is read and dropped; cut
-off half-way through being written, the connection fails.
+cost, which counts at thousands of requests a second), with no cancel scope of
+its own.  One that times out (the connection ends its request) or is cancelled
+(it takes its request back) loses it as far as it can be taken: not written
+yet, it never is; written, its late answer is read and dropped; cut off
+half-way through being written, the connection fails.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ from kafkacompat.negotiation.handshake.types import HandshakeResult
 from kafkacompat.negotiation.pipeline_events import PipelineEvent, Ticket, endings
 from kafkacompat.protocol.message import KafkaMessage, KafkaRequest, ResponseT
 from kafkacompat.transport.connection_tasks import ConnectionTasks
-from kafkacompat.transport.deadlines import DeadlineKeeper
 from kafkacompat.transport.negotiate import set_up
 
 if TYPE_CHECKING:  # a first negotiation has nothing to compare with: loaded on a reconnect
@@ -56,17 +56,15 @@ log = logging.getLogger("kafkacompat.transport")
 
 
 class _Failed:
-    """What wakes a caller whose request did not end with an answer: ``error``, or None
-    when its deadline passed (waiting for a slot or an answer, or an answer decoded too
-    late).  An answer wakes its caller as itself: the common case costs no wrapper."""
+    """What wakes a caller whose request did not end with an answer: why.  An answer
+    wakes its caller as itself: the common case costs no wrapper."""
 
     __slots__ = ("error",)
 
-    def __init__(self, error: KafkaCompatError | None) -> None:
+    def __init__(self, error: KafkaCompatError) -> None:
         self.error = error
 
 
-_LATE = _Failed(None)
 #: What a caller is woken with: the answer (None for acks=0), or why there is none.
 _Outcome = KafkaMessage | None | _Failed
 
@@ -74,11 +72,10 @@ _Outcome = KafkaMessage | None | _Failed
 class _Call:
     """One caller of ``request``, asleep until its request ends."""
 
-    __slots__ = ("deadline", "ended", "task")
+    __slots__ = ("ended", "task")
 
-    def __init__(self, task: trio.lowlevel.Task, deadline: float) -> None:
+    def __init__(self, task: trio.lowlevel.Task) -> None:
         self.task = task
-        self.deadline = deadline
         self.ended = False
 
     def abort(self, raise_cancel: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
@@ -108,7 +105,6 @@ class BrokerConnection:
         self._ready = trio.Event()
         self._failure: KafkaCompatError | None = None  # why the connection could not be used
         self._callers: dict[Ticket, _Call] = {}
-        self._deadlines: DeadlineKeeper[_Call] = DeadlineKeeper(self._expire)
         self._closed = False
         # The run's clock, read directly (``trio.current_time`` looks it up on every call);
         # bound in ``open``, which runs in the run this connection lives in.
@@ -142,7 +138,7 @@ class BrokerConnection:
         """Connect, negotiate and authenticate, all of it within ``timeout`` seconds (default:
         the config's ``call_timeout``); each step has its own bound too.
 
-        The reader, writer and deadline tasks run in ``nursery`` when one is
+        The reader, writer and timer tasks run in ``nursery`` when one is
         given, else as system tasks this connection owns (see ``connection_tasks``).
         """
         if self._tasks is not None:
@@ -172,9 +168,8 @@ class BrokerConnection:
             note_change(self.changes, self.node, self.capabilities, ready.capabilities, log)
         self.handshake, self.capabilities = ready.handshake, ready.capabilities
         self._protocol, self._failure = protocol, None
-        self._deadlines = DeadlineKeeper(self._expire)
         self._now = trio.lowlevel.current_clock().current_time
-        self._tasks = ConnectionTasks(protocol, stream, self._deadlines, self._dispatch, nursery, self.node)
+        self._tasks = ConnectionTasks(protocol, stream, self._dispatch, nursery, self.node)
         self._ready.set()
         return ready.capabilities
 
@@ -213,7 +208,7 @@ class BrokerConnection:
         """Send ``message`` at ``version`` (default: ``capabilities.pick_version``); return the answer.
 
         ``request_timeout`` overrides the configured one for this call; when it
-        passes, the request is abandoned (its late answer is dropped) and
+        passes, the connection gives the request up (its late answer is dropped) and
         ``KafkaTimeoutError`` is raised.  Cancelling the caller works as well.
         The deadline covers waiting for an in-flight slot and decoding the answer.
 
@@ -226,10 +221,9 @@ class BrokerConnection:
         protocol, tasks = self._protocol, self._tasks
         if protocol is None or tasks is None or self._failure is not None:  # not open yet, or it failed
             protocol, tasks = await self._usable(deadline)
-        ticket = protocol.send(message, version)  # past the bound, it waits for a slot in there
-        call = self._callers[ticket] = _Call(trio.lowlevel.current_task(), deadline)
-        tasks.queued()  # the callers of this scheduling round go out in one write
-        self._deadlines.add(deadline, call, len(self._callers))
+        ticket = protocol.send(message, version, deadline)  # past the bound, it waits for a slot in there
+        call = self._callers[ticket] = _Call(trio.lowlevel.current_task())
+        tasks.queued(deadline)  # the callers of this scheduling round go out in one write
         try:
             result: _Outcome = await trio.lowlevel.wait_task_rescheduled(call.abort)
         except BaseException:
@@ -238,11 +232,7 @@ class BrokerConnection:
         if result.__class__ is not _Failed:
             return result  # type: ignore[return-value]  # None only for acks=0
         assert isinstance(result, _Failed)
-        if result.error is not None:
-            raise result.error.with_traceback(None)  # shared by every failed caller: no pile-up
-        late = ticket.timeout_error(message.NAME, self.config.max_in_flight, self.node)
-        self._give_up(protocol, ticket)  # after: giving up ends its stage
-        raise late
+        raise result.error.with_traceback(None)  # shared by every failed caller: no pile-up
 
     async def _usable(self, deadline: float) -> tuple[ClientConnection, ConnectionTasks]:
         """The negotiated protocol and its tasks once the connection is ready (waiting for it
@@ -278,17 +268,15 @@ class BrokerConnection:
         for ticket, response, error in endings(events):
             call = callers.pop(ticket, None)
             if call is not None:
-                late = now > call.deadline
-                self._wake(call, _LATE if late else (response if error is None else _Failed(error)))
+                if error is None and now > ticket.deadline:  # decoded too late
+                    error = ticket.timeout_error(self.config.max_in_flight, self.node)
+                self._wake(call, response if error is None else _Failed(error))
         tasks = self._tasks
         if tasks is not None:
             if tasks.protocol.is_ready:
                 tasks.slots_may_be_free()
             else:
                 tasks.stop()  # the connection failed: the reader closes the socket
-
-    def _expire(self, call: _Call) -> None:
-        self._wake(call, _LATE)
 
     @staticmethod
     def _wake(call: _Call, result: _Outcome) -> None:

@@ -1,8 +1,8 @@
-"""The trio driver's tasks for one ready connection: the reader, the writer and the deadline keeper.
+"""The trio driver's tasks for one ready connection: the reader, the writer and the timer.
 
 ``BrokerConnection`` makes one ``ConnectionTasks`` per negotiated socket and
-hands it the sans-I/O connection, the stream, its deadline keeper and what to
-call with the events they bring (which callers to wake).  The tasks start with
+hands it the sans-I/O connection, the stream and what to call with the events
+they bring (which callers to wake).  The tasks start with
 the first request: a connection opened only to read the capabilities never
 needs them.  They run in the nursery given to ``open``, else as system tasks
 the connection owns: a nursery per connect cost a fifth of a bare
@@ -16,7 +16,15 @@ of slots answers freed may be put off for company); the waiting is done here.
 The writer sends whatever is due in one write.  The reader, after dispatching
 what it read, writes what became due itself, just before it waits for more
 (``_write_now``): waking the writer for it would cost a scheduling round trip
-per wave.  A write put off is made by the deadline keeper's alarm.
+per wave.
+
+The timer is one sleeping task, in one cancel scope whose deadline it moves:
+it wakes at the connection's earliest request deadline (``next_deadline``),
+when it ends what passed (``expire``), or at a write put off, which it makes.
+A cancel scope per request would cost two registrations in trio's deadline
+heap each: at thousands of pipelined requests a second, a large share of a
+request's cost.  Everything runs on trio's clock, so an autojump ``MockClock``
+drives it in tests.
 """
 
 from __future__ import annotations
@@ -26,21 +34,19 @@ import functools
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import trio
 
 from kafkacompat.connection.client_connection import ClientConnection
 from kafkacompat.errors import KafkaCompatError, PeerClosedError, TransportError
 from kafkacompat.negotiation.pipeline_events import PipelineEvent
-from kafkacompat.transport.deadlines import DeadlineKeeper
 from kafkacompat.transport.stream import ByteStream
 
 __all__ = ["ConnectionTasks"]
 
 log = logging.getLogger("kafkacompat.transport")
 
-Scopes = tuple[trio.CancelScope, trio.CancelScope, trio.CancelScope]  # reader, writer, deadlines
+Scopes = tuple[trio.CancelScope, trio.CancelScope, trio.CancelScope]  # reader, writer, timer
 
 
 class ConnectionTasks:
@@ -50,14 +56,12 @@ class ConnectionTasks:
         self,
         protocol: ClientConnection,
         stream: ByteStream,
-        deadlines: DeadlineKeeper[Any],
         dispatch: Callable[[list[PipelineEvent]], None],
         nursery: trio.Nursery | None,
         node: str,
     ) -> None:
         self.protocol = protocol
         self.stream = stream
-        self.deadlines = deadlines
         self._dispatch = dispatch
         self._nursery = nursery
         self._node = node
@@ -68,14 +72,17 @@ class ConnectionTasks:
         self._reading = False  # the reader is dispatching what it read: it writes before waiting
         self._check_writes = False  # requests ended while reading: a refill may be due
         self._unsent: memoryview | None = None  # the rest of a write _write_now began
-        self._alarm_at = math.inf  # a write put off is due then
+        self._write_put_off_to = math.inf  # a write put off is due then
+        self._timer: trio.CancelScope | None = None  # the timer's scope, while it sleeps
 
     # -- what the connection calls ------------------------------------------------------
 
-    def queued(self) -> None:
-        """A request was queued: the writer takes it (with the others of this scheduling round)."""
+    def queued(self, deadline: float) -> None:
+        """A request was queued, to end by ``deadline``: the writer takes it (with the others
+        of this scheduling round), the timer wakes for it if it is the earliest."""
         if self._scopes is None:
             self._start()
+        self._wake_timer_by(deadline)
         self._wake_writer()
 
     def slots_may_be_free(self) -> None:
@@ -103,15 +110,34 @@ class ConnectionTasks:
             self._write_at(due)
 
     def _write_at(self, due: float) -> None:
-        """A write put off until ``due``: the deadline keeper's alarm rings then."""
-        if due < math.inf and due != self._alarm_at:
-            self._alarm_at = due
-            self.deadlines.set_alarm(due, self._alarm_rang)
+        """A write put off until ``due``: the timer makes it then."""
+        if due < self._write_put_off_to:
+            self._write_put_off_to = due
+            self._wake_timer_by(due)
 
-    def _alarm_rang(self) -> None:
-        self._alarm_at = math.inf
-        self._write_if_due()
+    # -- the timer ----------------------------------------------------------------------
 
+    def _wake_timer_by(self, at: float) -> None:
+        timer = self._timer
+        if timer is not None and at < timer.deadline:
+            timer.deadline = at
+
+    async def _timer_loop(self) -> None:
+        """Sleep until the connection's next instant: end the requests whose deadline passed,
+        make a write put off."""
+        protocol = self.protocol
+        while True:
+            now = self._now()
+            self._dispatch(protocol.expire(now))
+            if self._write_put_off_to <= now:
+                self._write_put_off_to = math.inf
+                self._write_if_due()
+            with trio.CancelScope(deadline=min(protocol.next_deadline(), self._write_put_off_to)) as timer:
+                self._timer = timer
+                try:
+                    await trio.sleep_forever()
+                finally:
+                    self._timer = None
     def _write_now(self) -> None:
         """The parked writer's work, done by the task that found it due: the kernel almost
         always takes a wave of requests at once.  What it does not take is left to the writer."""
@@ -227,7 +253,7 @@ class ConnectionTasks:
         tasks = (
             (functools.partial(self._scoped, scopes[0], self._read_loop), "reader"),
             (functools.partial(self._scoped, scopes[1], self._write_loop), "writer"),
-            (functools.partial(self._scoped, scopes[2], self.deadlines.run), "deadlines"),
+            (functools.partial(self._scoped, scopes[2], self._timer_loop), "timer"),
         )
         if self._nursery is not None:
             for body, name in tasks:

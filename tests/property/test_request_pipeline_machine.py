@@ -8,12 +8,14 @@ says so, on a clock that moves; the connection may close at any point.
 Whatever happens: no response reaches the wrong request, every request ends
 exactly once, no more than ``max_in_flight`` are ever out, requests go out in
 the order they were sent, a request given up before it was written never is,
-and a request waiting while a slot is free is never held longer than
-``REFILL_DELAY``.
+a request waiting while a slot is free is never held longer than
+``REFILL_DELAY``, and ``expire`` ends exactly the requests whose deadline has
+passed (``next_deadline`` naming the earliest of the others).
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 
 from hypothesis import settings
@@ -59,18 +61,21 @@ class PipelineMachine(RuleBasedStateMachine):
         self.pipe = RequestPipeline(max_in_flight=bound, max_abandoned=6)
 
     @precondition(lambda self: self.pipe.failure is None)
-    @rule(acks0=st.lists(st.booleans(), min_size=1, max_size=10))  # a burst: past the bound at once
-    def send(self, acks0: list[bool]) -> None:
+    @rule(
+        acks0=st.lists(st.booleans(), min_size=1, max_size=10),  # a burst: past the bound at once
+        timeout=st.sampled_from([0.5, 2.0, math.inf]),
+    )
+    def send(self, acks0: list[bool], timeout: float) -> None:
         for each in acks0:
-            self._send_one(each)
+            self._send_one(each, self.now + timeout)
 
-    def _send_one(self, acks0: bool) -> None:
+    def _send_one(self, acks0: bool, deadline: float) -> None:
         self.tag_counter += 1
         tag = self.tag_counter
         if acks0:
-            ticket = self.pipe.send(messages.ProduceRequest(acks=0, timeout_ms=tag), 3)
+            ticket = self.pipe.send(messages.ProduceRequest(acks=0, timeout_ms=tag), 3, deadline)
         else:
-            ticket = self.pipe.send(messages.MetadataRequest(topics=[]), 1)
+            ticket = self.pipe.send(messages.MetadataRequest(topics=[]), 1, deadline)
         self.tickets[len(self.tickets)] = ticket
         self.tags[id(ticket)] = tag
 
@@ -118,6 +123,24 @@ class PipelineMachine(RuleBasedStateMachine):
             self.never_to_write.add(ticket.correlation_id)
         events = self.pipe.abandon(ticket)
         self._handle(events, abandoned=ticket)
+
+    @rule()
+    def deadlines_pass(self) -> None:
+        live = [t for t in self.tickets.values() if id(t) not in self.ended]
+        due = {id(t) for t in live if t.deadline <= self.now}
+        unwritten = (Stage.WAITING, Stage.QUEUED)
+        before_write = {t.correlation_id for t in live if id(t) in due and t.stage in unwritten}
+        events = self.pipe.expire(self.now)
+        timed_out = {id(e.ticket) for e in events if isinstance(e, RequestFailed)}
+        # One cut off mid-write fails the connection: the others end with it, not by their deadline.
+        failed = {id(t) for e in events if isinstance(e, ConnectionFailed) for t in e.failed}
+        assert timed_out <= due, "expire ended a request whose deadline had not passed"
+        assert due <= timed_out | failed, "a request whose deadline passed did not end"
+        self.never_to_write |= before_write
+        self._handle(events)
+        left = [t.deadline for t in self.tickets.values() if id(t) not in self.ended]
+        assert all(deadline > self.now for deadline in left)
+        assert self.pipe.next_deadline() == min(left, default=math.inf)
 
     @rule(roll=st.integers(0, 9))
     def close(self, roll: int) -> None:

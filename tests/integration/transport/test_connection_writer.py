@@ -91,7 +91,7 @@ async def test_no_task_runs_until_the_first_request(tansu: TansuBroker) -> None:
             assert _child_tasks(nursery) == 0
             reply = await conn.request(m.MetadataRequest(topics=None))
             assert isinstance(reply, m.MetadataResponse)
-            assert _child_tasks(nursery) == 3  # the reader, the writer and the deadline keeper
+            assert _child_tasks(nursery) == 3  # the reader, the writer and the timer
             await conn.aclose()
             await wait_until(lambda: _child_tasks(nursery) == 0)
 
@@ -188,7 +188,7 @@ async def test_a_broken_write_fails_every_request_and_ends_both_tasks(tansu: Tan
             assert all(isinstance(o, TransportError | m.MetadataResponse) for o in outcomes), outcomes
             assert any(isinstance(o, TransportError) for o in outcomes), outcomes
             assert not conn.is_ready and conn.in_flight == 0
-            await wait_until(lambda: _child_tasks(n) == 0)  # reader, writer and deadline keeper ended
+            await wait_until(lambda: _child_tasks(n) == 0)  # reader, writer and timer ended
             with pytest.raises(TransportError):
                 await conn.request(m.MetadataRequest(topics=None))
             await conn.aclose()

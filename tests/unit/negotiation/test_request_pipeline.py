@@ -349,7 +349,7 @@ def test_every_event_says_how_each_request_it_ends_ended() -> None:
     answered = pipe.send(metadata_request(), 1)
     acks0 = pipe.send(messages.ProduceRequest(acks=0, timeout_ms=1), 3)
     waiting = pipe.send(metadata_request(), 1)
-    late = waiting.timeout_error("MetadataRequest", 2, "b:1")
+    late = waiting.timeout_error(2, "b:1")
     assert "waiting for one of the 2 in-flight slots to send MetadataRequest v1" in str(late)
     pipe.bytes_to_send()
     events = pipe.write_done() + pipe.receive_data(metadata_answer(answered.correlation_id, controller_id=7))
@@ -357,7 +357,7 @@ def test_every_event_says_how_each_request_it_ends_ended() -> None:
     assert ended[id(acks0)] == (None, None)  # written: done, nothing to read
     response, error = ended[id(answered)]
     assert isinstance(response, messages.MetadataResponse) and response.controller_id == 7 and error is None
-    assert "no response to MetadataRequest v1" in str(answered.timeout_error("MetadataRequest", 2, None))
+    assert "no response to MetadataRequest v1" in str(answered.timeout_error(2, None))
     (failed,) = pipe.connection_lost()
     [(ticket, response, error)] = list(endings([failed]))  # the one still waiting for a slot
     assert ticket is waiting and response is None and isinstance(error, TransportError)
