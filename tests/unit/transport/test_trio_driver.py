@@ -175,7 +175,7 @@ async def test_open_connection_runs_its_tasks_itself_and_ends_them_on_close(
                 assert _connection_tasks() == []  # a bare connect starts none
                 await conn.request(m.MetadataRequest(topics=[]))
                 names = sorted(task.name.split()[1] for task in _connection_tasks())
-                assert names == ["deadlines", "reader", "writer"]
+                assert names == ["reader", "timer", "writer"]
             await trio.testing.wait_all_tasks_blocked()
             assert _connection_tasks() == []
 
