@@ -30,7 +30,7 @@ import socket
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from kafkacompat.aio.channel import Channel, SocketChannel, StreamChannel
 from kafkacompat.connection.client_connection import (
@@ -43,48 +43,31 @@ from kafkacompat.connection.client_connection import (
     require_request,
     setup_budget,
 )
-from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
+from kafkacompat.connection.config import ConnectionConfig
+from kafkacompat.connection.driven import DrivenConnection
 from kafkacompat.connection.os_errors import translate_os_error
 from kafkacompat.errors import (
     KafkaCompatError,
     KafkaTimeoutError,
     TransportError,
 )
-from kafkacompat.negotiation.addresses import check_address, literal_version
+from kafkacompat.negotiation.addresses import literal_version
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.handshake.types import HandshakeResult
 from kafkacompat.negotiation.pipeline_events import PipelineEvent, Ticket, endings
 from kafkacompat.protocol.message import KafkaMessage, KafkaRequest, ResponseT
 
-if TYPE_CHECKING:  # a first negotiation has nothing to compare with: loaded on a reconnect
-    from kafkacompat.negotiation.capability_changes import CapabilityChange
-
-    # KIP-1242's identity and memory are the cluster layer's: a connection made alone never loads them.
-    from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
-
 __all__ = ["BrokerConnection", "open_connection"]
 
-log = logging.getLogger("kafkacompat.aio")
 
-
-class BrokerConnection:
+class BrokerConnection(DrivenConnection):
     """A connection to ``host:port`` that negotiates by itself before carrying requests."""
+
+    _log = logging.getLogger("kafkacompat.aio")
 
     def __init__(
         self, host: str, port: int, config: ConnectionConfig | None = None, *, node_id: int | None = None
     ) -> None:
-        # Checked before any socket sees it: a bad port or host is a typed refusal.
-        self.host, self.port = check_address(host, port, source="the caller")
-        self.node_id = node_id
-        self.config = config or DEFAULT_CONFIG
-        self.capabilities: BrokerCapabilities | None = None
-        self.handshake: HandshakeResult | None = None
-        # KIP-1242: the broker this connection means to reach (None: a bootstrap connection)
-        # and the cluster's memory of advertised ApiVersions maxima; the cluster layer sets both.
-        self.identity: BrokerIdentity | None = None
-        self.api_versions_memory: ApiVersionsMemory | None = None
-        self.changes: list[CapabilityChange] = []
-        self._protocol: ClientConnection | None = None
+        super().__init__(host, port, config, node_id=node_id)
         self._channel: Channel | None = None
         self._read_task: asyncio.Task[None] | None = None
         self._waiters: dict[int, asyncio.Future[KafkaMessage | None]] = {}  # id(ticket) -> its caller
@@ -94,18 +77,9 @@ class BrokerConnection:
         self._closed = False
 
     @property
-    def node(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    @property
     def is_ready(self) -> bool:
         p = self._protocol
         return p is not None and not self._closed and p.capabilities is not None and p.is_ready
-
-    @property
-    def in_flight(self) -> int:
-        protocol = self._protocol
-        return protocol.in_flight if protocol is not None and protocol.is_ready else 0
 
     def __repr__(self) -> str:
         state = "ready" if self.is_ready else ("closed" if self._closed else "not ready")
@@ -122,26 +96,15 @@ class BrokerConnection:
             raise TransportError("this connection is already open", node=self.node)
         overall = asyncio.get_running_loop().time() + setup_budget(self.config, timeout)
         self._closed = False
-        protocol = ClientConnection(
-            self.config,
-            node=self.node,
-            node_id=self.node_id,
-            identity=self.identity,
-            api_versions_memory=self.api_versions_memory,
-        )
+        protocol = self._new_protocol()
         ready = await self._set_up(protocol, overall)
         channel = self._channel
         if isinstance(channel, SocketChannel):  # a write it finishes later may fail with nobody waiting
             channel.on_failure = functools.partial(self._write_failed, protocol)
-        if self.capabilities is not None:  # a reconnect: what did the broker change in between?
-            from kafkacompat.negotiation.capability_changes import note_change  # reconnects only
-
-            note_change(self.changes, self.node, self.capabilities, ready.capabilities, log)
-        self._protocol, self.handshake, self.capabilities = protocol, ready.handshake, ready.capabilities
         # The reader starts with the first request: a connection opened only to learn
         # the broker's capabilities never needs it.
         self._read_task = None
-        return ready.capabilities
+        return self._negotiated(protocol, ready)
 
     async def reconnect(self, *, timeout: float | None = None) -> BrokerCapabilities:  # noqa: ASYNC109
         """Close and negotiate again, within ``timeout`` as ``open``; the new capabilities

@@ -21,11 +21,12 @@ the interrupt landed (mid-write, or after ``recv`` returned bytes) cannot be kno
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
 from types import TracebackType
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from kafkacompat.blocking.sockets import BlockingSocket
 from kafkacompat.connection.client_connection import (
@@ -37,7 +38,8 @@ from kafkacompat.connection.client_connection import (
     require_request,
     setup_budget,
 )
-from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
+from kafkacompat.connection.config import ConnectionConfig
+from kafkacompat.connection.driven import DrivenConnection
 from kafkacompat.errors import (
     ConfigError,
     KafkaCompatError,
@@ -46,15 +48,9 @@ from kafkacompat.errors import (
     TransportError,
     attach_context,
 )
-from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.handshake.types import HandshakeResult
 from kafkacompat.negotiation.pipeline_events import PipelineEvent, Stage, Ticket, endings
 from kafkacompat.protocol.message import KafkaRequest, ResponseT
-
-if TYPE_CHECKING:
-    # KIP-1242's identity and memory are the cluster layer's: a connection made alone never loads them.
-    from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 
 __all__ = ["BlockingConnection", "open_blocking_connection"]
 
@@ -63,45 +59,26 @@ __all__ = ["BlockingConnection", "open_blocking_connection"]
 _MAX_SETUP_STEPS = 4096
 
 
-class BlockingConnection:
+class BlockingConnection(DrivenConnection):
     """A connection to ``host:port`` on a blocking socket; ``open()`` negotiates it.
 
-    ``with open_blocking_connection(host, port) as conn: conn.request(...)``.
+    ``with open_blocking_connection(host, port) as conn: conn.request(...)``.  Requests
+    take turns on the socket: ``in_flight`` is at most one.
     """
+
+    _log = logging.getLogger("kafkacompat.blocking")
 
     def __init__(
         self, host: str, port: int, config: ConnectionConfig | None = None, *, node_id: int | None = None
     ) -> None:
-        self.host, self.port = check_address(host, port, source="the caller of BlockingConnection")
-        config = DEFAULT_CONFIG if config is None else config
-        if not isinstance(config, ConnectionConfig):
-            raise ConfigError(f"config must be a ConnectionConfig, not {type(config).__name__}")
-        self.config = config
-        self.node_id = node_id
-        # KIP-1242, as on the other drivers: the broker meant (None: sends none) and the
-        # per-address memory of advertised ApiVersions maxima, both read at each open.
-        self.identity: BrokerIdentity | None = None
-        self.api_versions_memory: ApiVersionsMemory | None = None
-        self.capabilities: BrokerCapabilities | None = None
-        self.handshake: HandshakeResult | None = None
-        self._wire = BlockingSocket(self.host, self.port, config)
-        self._protocol: ClientConnection | None = None
+        super().__init__(host, port, config, node_id=node_id)
+        self._wire = BlockingSocket(self.host, self.port, self.config)
         self._lock = threading.Lock()
-
-    @property
-    def node(self) -> str:
-        return self._wire.node
 
     @property
     def is_ready(self) -> bool:
         protocol = self._protocol
         return protocol is not None and protocol.is_ready and self._wire.sock is not None
-
-    @property
-    def in_flight(self) -> int:
-        """Requests sent and not ended: at most one, as requests take turns on the socket."""
-        protocol = self._protocol
-        return protocol.in_flight if protocol is not None and protocol.is_ready else 0
 
     def __repr__(self) -> str:
         return f"<BlockingConnection {self.node} {'ready' if self.is_ready else 'not ready'}>"
@@ -125,13 +102,7 @@ class BlockingConnection:
             if self.is_ready:
                 raise TransportError("this connection is already open", node=self.node)
             self._close_locked()
-            protocol = ClientConnection(
-                self.config,
-                node=self.node,
-                node_id=self.node_id,
-                identity=self.identity,
-                api_versions_memory=self.api_versions_memory,
-            )
+            protocol = self._new_protocol()
             try:
                 ready = self._set_up(protocol, overall)
             except KafkaCompatError as exc:
@@ -141,8 +112,7 @@ class BlockingConnection:
             except BaseException:
                 self._wire.close()
                 raise
-            self._protocol, self.handshake, self.capabilities = protocol, ready.handshake, ready.capabilities
-            return ready.capabilities
+            return self._negotiated(protocol, ready)
 
     def reconnect(self, *, timeout: float | None = None) -> BrokerCapabilities:
         """Close and negotiate again, within ``timeout`` as ``open``; the new capabilities

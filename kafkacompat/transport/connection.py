@@ -28,31 +28,21 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import outcome  # trio's own dependency: what wakes a task
 import trio
 
 from kafkacompat.connection.client_connection import ClientConnection, require_request, setup_budget
-from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
+from kafkacompat.connection.config import ConnectionConfig
+from kafkacompat.connection.driven import DrivenConnection
 from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError, attach_context
-from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.handshake.types import HandshakeResult
 from kafkacompat.negotiation.pipeline_events import PipelineEvent, Ticket, endings
 from kafkacompat.protocol.message import KafkaMessage, KafkaRequest, ResponseT
 from kafkacompat.transport.connection_tasks import ConnectionTasks
 from kafkacompat.transport.negotiate import set_up
 
-if TYPE_CHECKING:  # a first negotiation has nothing to compare with: loaded on a reconnect
-    from kafkacompat.negotiation.capability_changes import CapabilityChange
-
-    # KIP-1242's identity and memory are the cluster layer's: a connection made alone never loads them.
-    from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
-
 __all__ = ["BrokerConnection", "open_connection"]
-
-log = logging.getLogger("kafkacompat.transport")
 
 
 class _Failed:
@@ -84,23 +74,15 @@ class _Call:
         return trio.lowlevel.Abort.SUCCEEDED
 
 
-class BrokerConnection:
+class BrokerConnection(DrivenConnection):
     """A connection to ``host:port`` that negotiates by itself before carrying requests."""
+
+    _log = logging.getLogger("kafkacompat.transport")
 
     def __init__(
         self, host: str, port: int, config: ConnectionConfig | None = None, *, node_id: int | None = None
     ) -> None:
-        self.host, self.port = check_address(host, port, source="the caller")  # as every driver: here
-        self.node_id = node_id
-        self.config = config or DEFAULT_CONFIG
-        self.capabilities: BrokerCapabilities | None = None
-        self.handshake: HandshakeResult | None = None
-        # KIP-1242: the broker this connection means to reach (None: a bootstrap connection)
-        # and the cluster's memory of advertised ApiVersions maxima; the cluster layer sets both.
-        self.identity: BrokerIdentity | None = None
-        self.api_versions_memory: ApiVersionsMemory | None = None
-        self.changes: list[CapabilityChange] = []
-        self._protocol: ClientConnection | None = None
+        super().__init__(host, port, config, node_id=node_id)
         self._tasks: ConnectionTasks | None = None
         self._ready = trio.Event()
         self._failure: KafkaCompatError | None = None  # why the connection could not be used
@@ -111,18 +93,9 @@ class BrokerConnection:
         self._now: Callable[[], float] = trio.current_time
 
     @property
-    def node(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    @property
     def is_ready(self) -> bool:
         protocol = self._protocol
         return protocol is not None and protocol.is_ready and self._failure is None and not self._closed
-
-    @property
-    def in_flight(self) -> int:
-        protocol = self._protocol
-        return protocol.in_flight if protocol is not None and protocol.is_ready else 0
 
     def __repr__(self) -> str:
         state = "ready" if self.is_ready else ("closed" if self._closed else "not ready")
@@ -143,35 +116,20 @@ class BrokerConnection:
         """
         if self._tasks is not None:
             raise TransportError("this connection is already open", node=self.node)
-        config = self.config
-        overall = trio.current_time() + setup_budget(config, timeout)
+        overall = trio.current_time() + setup_budget(self.config, timeout)
         self._closed = False
-        protocol = ClientConnection(
-            config,
-            node=self.node,
-            node_id=self.node_id,
-            identity=self.identity,
-            api_versions_memory=self.api_versions_memory,
-        )
+        protocol = self._new_protocol()
         try:
-            stream, ready = await set_up(protocol, self.host, self.port, config, overall)
+            stream, ready = await set_up(protocol, self.host, self.port, self.config, overall)
         except KafkaCompatError as exc:
             self._fail_setup(attach_context(exc, node=self.node))
             raise
-        if ready.authenticated is not None:
-            from kafkacompat.connection.sasl import log_authenticated  # SASL only: a plain connection's RSS
-
-            log_authenticated(self.node, config, ready.authenticated)
-        if self.capabilities is not None:  # a reconnect: what did the broker change in between?
-            from kafkacompat.negotiation.capability_changes import note_change  # reconnects only
-
-            note_change(self.changes, self.node, self.capabilities, ready.capabilities, log)
-        self.handshake, self.capabilities = ready.handshake, ready.capabilities
-        self._protocol, self._failure = protocol, None
+        capabilities = self._negotiated(protocol, ready)
+        self._failure = None
         self._now = trio.lowlevel.current_clock().current_time
         self._tasks = ConnectionTasks(protocol, stream, self._dispatch, nursery, self.node)
         self._ready.set()
-        return ready.capabilities
+        return capabilities
 
     async def reconnect(
         self, nursery: trio.Nursery | None = None, *, timeout: float | None = None  # noqa: ASYNC109

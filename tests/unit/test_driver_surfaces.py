@@ -17,6 +17,7 @@ import pytest
 from kafkacompat.aio.connection import BrokerConnection as AsyncioConnection
 from kafkacompat.aio.connection import open_connection as open_asyncio
 from kafkacompat.blocking.connection import BlockingConnection, open_blocking_connection
+from kafkacompat.connection.driven import DrivenConnection
 from kafkacompat.errors import InvalidAddressError
 from kafkacompat.transport.connection import BrokerConnection as TrioConnection
 from kafkacompat.transport.connection import open_connection as open_trio
@@ -91,3 +92,16 @@ def test_opening_has_one_deadline_spelled_the_same_on_every_driver(driver: str) 
         parameter = inspect.signature(function).parameters["timeout"]
         assert parameter.kind is inspect.Parameter.KEYWORD_ONLY and parameter.default is None, function
         assert str(parameter.annotation) == "float | None", function
+
+
+def test_every_driver_holds_one_connection_state() -> None:
+    """The address, the config, the node, KIP-1242's identity and memory, what the last
+    negotiation learned and what reconnects changed: ``DrivenConnection``'s, on all three."""
+    held = {}
+    for driver, cls in DRIVERS.items():
+        assert issubclass(cls, DrivenConnection)
+        conn = cls("127.0.0.1", 9092, node_id=3)
+        held[driver] = {name for name in vars(conn) if not name.startswith("_")}
+        assert (conn.node, conn.node_id, conn.in_flight, conn.changes) == ("127.0.0.1:9092", 3, 0, [])
+    assert held["trio"] == held["asyncio"] == held["blocking"]
+    assert {"capabilities", "handshake", "changes", "identity", "api_versions_memory"} <= held["trio"]

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import trio
 
 from kafkacompat.blocking.connection import BlockingConnection, open_blocking_connection
 from kafkacompat.blocking.probe import probe_broker
@@ -240,3 +241,20 @@ def test_the_blocking_path_imports_no_trio_tenacity_or_asyncio(tansu: TansuBroke
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_a_reconnect_records_what_the_broker_changed_as_every_driver_does() -> None:
+    with ThreadedCluster("3.9") as cluster:
+        broker = cluster.brokers[0]
+        with open_blocking_connection(broker.host, broker.port, QUICK) as conn:
+            first = conn.capabilities
+            assert first is not None
+            conn.reconnect()  # the same broker: nothing changed
+            assert conn.changes == []
+            trio.from_thread.run_sync(cluster.upgrade, broker.node_id, "2.8", trio_token=cluster._token)
+            second = conn.reconnect()
+            (change,) = conn.changes
+            assert change.node == conn.node and conn.capabilities is second
+            assert change.changed
+            for key, ranges in change.changed.items():
+                assert ranges == (first.broker_range(key), second.broker_range(key))
