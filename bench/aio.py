@@ -257,8 +257,8 @@ def memory_workload(host: str, port: int, plan: Plan) -> list[Row]:
             except (RuntimeError, OSError, ValueError) as exc:
                 return [Row(W_MEMORY, impl, note=f"{type(exc).__name__}: {exc}", error=True)]
     (kc, kc_runs), (floor, floor_runs) = results.items()
-    rss, seconds, modules = (_median(kc_runs, name) for name in ("maxrss_kib", "seconds", "modules"))
-    floor_rss, floor_seconds = _median(floor_runs, "maxrss_kib"), _median(floor_runs, "seconds")
+    rss, seconds, modules = (_median(kc_runs, name) for name in ("peak_kib", "seconds", "modules"))
+    floor_rss, floor_seconds = _median(floor_runs, "peak_kib"), _median(floor_runs, "seconds")
     allowed = floor_rss + ASYNCIO_RSS_ALLOWANCE_MIB * 1024
     return [
         Row(
