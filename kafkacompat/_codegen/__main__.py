@@ -30,7 +30,7 @@ from kafkacompat._codegen.render_index import (
     render_index,
     render_index_stub,
 )
-from kafkacompat._codegen.render_messages import render_module
+from kafkacompat._codegen.render_messages import BANNER, BROKER_SIDE, render_module
 from kafkacompat._codegen.spec import SpecError, module_groups, module_name
 from kafkacompat._codegen.wrap import wrap_source
 
@@ -44,10 +44,22 @@ def render_messages(inputs: Path, merged: MergedSpecs | None = None) -> dict[str
     merged = load_generations(inputs) if merged is None else merged
     removals = load_removals(inputs)
     groups = module_groups(merged.specs)
-    files = {
-        f"{module}.py": render_module(specs, merged.message_aliases, removals)
-        for module, specs in groups.items()
-    }
+    files: dict[str, str] = {}
+    for module, specs in groups.items():
+        files[f"{module}.py"], broker_side = render_module(specs, merged.message_aliases, removals, module)
+        if broker_side is not None:
+            files[f"{BROKER_SIDE}/{module}.py"] = broker_side
+    files[f"{BROKER_SIDE}/__init__.py"] = "\n".join(
+        [
+            BANNER,
+            '"""The broker side of the message modules: the readers of requests, the writers of responses.',
+            "",
+            "A client never needs them; ``codec_path.broker_side`` loads a module here the first",
+            "time a broker (the emulator, the recorder) reads a request or writes a response.",
+            '"""',
+            "",
+        ]
+    )
     for old, new in sorted(merged.message_aliases.items()):
         base = old.removesuffix("Request").removesuffix("Response")
         old_module = module_name(base)
@@ -63,8 +75,13 @@ def render_messages(inputs: Path, merged: MergedSpecs | None = None) -> dict[str
 
 
 def outputs(inputs: Path, merged: MergedSpecs | None = None) -> dict[Path, dict[str, str]]:
+    messages = render_messages(inputs, merged)
+    prefix = f"{BROKER_SIDE}/"
     return {
-        PACKAGE / "protocol" / "messages": render_messages(inputs, merged),
+        PACKAGE / "protocol" / "messages": {n: t for n, t in messages.items() if not n.startswith(prefix)},
+        PACKAGE / "protocol" / "messages" / BROKER_SIDE: {
+            n.removeprefix(prefix): t for n, t in messages.items() if n.startswith(prefix)
+        },
         PACKAGE / "reference": render_reference(inputs),
     }
 

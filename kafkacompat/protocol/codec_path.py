@@ -17,6 +17,12 @@ mapped, it costs a process about 80 KiB, which a process that only negotiates
 nothing; the first contact's own messages (``_FIRST_CONTACT``) decode in Python
 until something else has loaded it.
 
+The broker side of each message module (the readers of requests, the writers
+of responses) is generated apart, in ``messages/_broker/``: a client never
+reads a request nor writes a response, so its table there is a ``broker_side``
+mapping that imports that module on first use, which installs the real table
+(``broker_side_loaded``).
+
 ``current()`` says which path is in use and ``describe()`` why (``kafkacompat
 --version`` prints it); ``use()`` switches (the codec tests run on both paths).
 ``KAFKACOMPAT_CODEC=pure`` in the environment starts on the Python readers.
@@ -26,8 +32,9 @@ from __future__ import annotations
 
 import _thread
 import binascii
+import importlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -112,6 +119,55 @@ class _NativeOnFirstUse(dict):  # type: ignore[type-arg]
         return self.cls._READERS.get(version, default)
 
 
+class _BrokerSide(Mapping[int, Any]):
+    """A class's readers or writers kept on the broker side (``messages/_broker/``): the
+    first use imports that module, which puts the real table in this one's place."""
+
+    __slots__ = ("_attribute", "_cls")
+
+    def __init__(self, cls: type[KafkaMessage], attribute: str) -> None:
+        self._cls, self._attribute = cls, attribute
+
+    def _table(self) -> Mapping[int, Any]:
+        module = self._cls.__module__
+        head, _, name = module.rpartition(".")
+        importlib.import_module(f"{head}._broker.{name}")
+        table: Mapping[int, Any] = getattr(self._cls, self._attribute)
+        if table is self:
+            raise RuntimeError(f"{module}'s broker side did not set {self._cls.__name__}.{self._attribute}")
+        return table
+
+    def __getitem__(self, version: int) -> Any:
+        return self._table()[version]
+
+    def get(self, version: int, default: Any = None) -> Any:
+        return self._table().get(version, default)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+
+def broker_side(cls: type[KafkaMessage], attribute: str) -> Mapping[int, Any]:
+    """``cls``'s ``_READERS`` or ``_WRITERS``, loaded from its broker side on first use."""
+    return _BrokerSide(cls, attribute)
+
+
+def broker_side_loaded(*classes: type[KafkaMessage]) -> None:
+    """A broker side module set the real tables of ``classes``: readers now there are installed."""
+    with _load_lock:
+        for entry in _installed:
+            if entry[0] in classes and isinstance(entry[1], _BrokerSide):
+                cls = entry[0]
+                entry[1] = cls._READERS
+                if _loaded:
+                    _apply([entry])
+                elif _path == NATIVE and cls.NAME not in _FIRST_CONTACT:
+                    cls._READERS = _NativeOnFirstUse(entry[1], cls)
+
+
 def _settle() -> None:
     """Look for the native module (once) and give every installed class the readers of the path."""
     global _loaded, _NATIVE_MODULE, _UNAVAILABLE, _path
@@ -130,6 +186,8 @@ def _apply(entries: list[list[Any]] | None = None) -> None:
     the native path, else its own."""
     for entry in _installed if entries is None else entries:
         cls, pure, native = entry
+        if isinstance(pure, _BrokerSide):
+            continue  # its readers are installed when its broker side loads
         if _path == NATIVE and _NATIVE_MODULE is not None and native is None:
             native = entry[2] = _native_readers(cls, pure)
         cls._READERS = native if _path == NATIVE and native is not None else pure
@@ -185,7 +243,7 @@ def install(*classes: type[KafkaMessage]) -> None:
         _installed.append(entry)
         if _loaded:
             _apply([entry])
-        elif _path == NATIVE and cls.NAME not in _FIRST_CONTACT:
+        elif _path == NATIVE and cls.NAME not in _FIRST_CONTACT and not isinstance(pure, _BrokerSide):
             cls._READERS = _NativeOnFirstUse(pure, cls)
 
 

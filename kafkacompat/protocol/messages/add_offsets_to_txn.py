@@ -16,7 +16,6 @@ _NONE = VersionRange.NONE
 _F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _F_qh = struct.Struct(">qh")
-_F_qhB = struct.Struct(">qhB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
@@ -62,44 +61,6 @@ class AddOffsetsToTxnResponse(KafkaMessage):
 AddOffsetsToTxnRequest.RESPONSE_CLASS = AddOffsetsToTxnResponse
 
 
-def _r_AddOffsetsToTxnRequest_0(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:
-    try:
-        buflen = len(buf)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_transactional_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_transactional_id, pos = _wire.read_string(buf, pos)
-            if s1_transactional_id is None:
-                raise _wire.null_error("transactional_id", pos)
-        (s1_producer_id, s1_producer_epoch,) = _F_qh.unpack_from(buf, pos)
-        pos += 10
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_string(buf, pos)
-            if s1_group_id is None:
-                raise _wire.null_error("group_id", pos)
-        o1 = _new(AddOffsetsToTxnRequest)
-        o1.transactional_id = s1_transactional_id
-        o1.producer_id = s1_producer_id
-        o1.producer_epoch = s1_producer_epoch
-        o1.group_id = s1_group_id
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AddOffsetsToTxnRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_AddOffsetsToTxnRequest_0(out: bytearray, o: AddOffsetsToTxnRequest) -> None:
     x: Any
     try:
@@ -114,52 +75,6 @@ def _w_AddOffsetsToTxnRequest_0(out: bytearray, o: AddOffsetsToTxnRequest) -> No
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write AddOffsetsToTxnRequest: {exc}") from None
-
-
-def _r_AddOffsetsToTxnRequest_1(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_transactional_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
-        (s1_producer_id, s1_producer_epoch, size,) = _F_qhB.unpack_from(buf, pos)
-        pos += 10
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(AddOffsetsToTxnRequest)
-        o1.transactional_id = s1_transactional_id
-        o1.producer_id = s1_producer_id
-        o1.producer_epoch = s1_producer_epoch
-        o1.group_id = s1_group_id
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AddOffsetsToTxnRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_AddOffsetsToTxnRequest_1(out: bytearray, o: AddOffsetsToTxnRequest) -> None:
@@ -205,13 +120,6 @@ def _r_AddOffsetsToTxnResponse_0(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRes
     return o1, pos
 
 
-def _w_AddOffsetsToTxnResponse_0(out: bytearray, o: AddOffsetsToTxnResponse) -> None:
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AddOffsetsToTxnResponse: {exc}") from None
-
-
 def _r_AddOffsetsToTxnResponse_1(buf: Any, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
@@ -237,17 +145,6 @@ def _r_AddOffsetsToTxnResponse_1(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRes
     return o1, pos
 
 
-def _w_AddOffsetsToTxnResponse_1(out: bytearray, o: AddOffsetsToTxnResponse) -> None:
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AddOffsetsToTxnResponse: {exc}") from None
-
-
 
 AddOffsetsToTxnRequest._FIELDS = (
     FieldInfo('transactional_id', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
@@ -255,13 +152,7 @@ AddOffsetsToTxnRequest._FIELDS = (
     FieldInfo('producer_epoch', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
     FieldInfo('group_id', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
 )
-AddOffsetsToTxnRequest._READERS = {
-    0: _r_AddOffsetsToTxnRequest_0,
-    1: _r_AddOffsetsToTxnRequest_0,
-    2: _r_AddOffsetsToTxnRequest_0,
-    3: _r_AddOffsetsToTxnRequest_1,
-    4: _r_AddOffsetsToTxnRequest_1,
-}
+AddOffsetsToTxnRequest._READERS = codec_path.broker_side(AddOffsetsToTxnRequest, '_READERS')
 AddOffsetsToTxnRequest._WRITERS = {
     0: _w_AddOffsetsToTxnRequest_0,
     1: _w_AddOffsetsToTxnRequest_0,
@@ -313,13 +204,7 @@ AddOffsetsToTxnResponse._READERS = {
     3: _r_AddOffsetsToTxnResponse_1,
     4: _r_AddOffsetsToTxnResponse_1,
 }
-AddOffsetsToTxnResponse._WRITERS = {
-    0: _w_AddOffsetsToTxnResponse_0,
-    1: _w_AddOffsetsToTxnResponse_0,
-    2: _w_AddOffsetsToTxnResponse_0,
-    3: _w_AddOffsetsToTxnResponse_1,
-    4: _w_AddOffsetsToTxnResponse_1,
-}
+AddOffsetsToTxnResponse._WRITERS = codec_path.broker_side(AddOffsetsToTxnResponse, '_WRITERS')
 _N_AddOffsetsToTxnResponse_0 = (
     AddOffsetsToTxnResponse,
     False,

@@ -19,8 +19,6 @@ _F_ihB = struct.Struct(">ihB")
 _F_qh = struct.Struct(">qh")
 _F_qho = struct.Struct(">qh?")
 _NO_TAGS = _wire.EMPTY_TAGS
-_A_i = _wire.SHORT_ARRAYS["i"]
-_K_i = _wire.COUNTED_ARRAYS["i"]
 _PC_i = _wire.COMPACT_PREFIXED["i"]
 _PI_i = _wire.CLASSIC_PREFIXED["i"]
 
@@ -175,69 +173,6 @@ class AddPartitionsToTxnResponse(KafkaMessage):
 AddPartitionsToTxnRequest.RESPONSE_CLASS = AddPartitionsToTxnResponse
 
 
-def _r_AddPartitionsToTxnRequest_0(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:
-    s1_v3_and_below_topics: list[Any]
-    s3_partitions: list[Any]
-    try:
-        buflen = len(buf)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_v3_and_below_transactional_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_v3_and_below_transactional_id, pos = _wire.read_string(buf, pos)
-            if s1_v3_and_below_transactional_id is None:
-                raise _wire.null_error("v3_and_below_transactional_id", pos)
-        (s1_v3_and_below_producer_id, s1_v3_and_below_producer_epoch,) = _F_qh.unpack_from(buf, pos)
-        pos += 10
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("v3_and_below_topics", pos)
-        else:
-            s1_v3_and_below_topics = _wire.KeyedList()
-            add2 = s1_v3_and_below_topics.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_string(buf, pos)
-                    if s3_name is None:
-                        raise _wire.null_error("name", pos)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop = pos + 4 * n
-                    if n < 32 and stop <= buflen:
-                        s3_partitions = [*_A_i[n].unpack_from(buf, pos)]
-                        pos = stop
-                    else:
-                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                o3 = _new(_C_Request__AddPartitionsToTxnTopic)
-                o3.name = s3_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(AddPartitionsToTxnRequest)
-        o1.transactions = _wire.KeyedList()
-        o1.v3_and_below_transactional_id = s1_v3_and_below_transactional_id
-        o1.v3_and_below_producer_id = s1_v3_and_below_producer_id
-        o1.v3_and_below_producer_epoch = s1_v3_and_below_producer_epoch
-        o1.v3_and_below_topics = s1_v3_and_below_topics
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AddPartitionsToTxnRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_AddPartitionsToTxnRequest_0(out: bytearray, o: AddPartitionsToTxnRequest) -> None:
     x: Any
     item: Any
@@ -258,111 +193,6 @@ def _w_AddPartitionsToTxnRequest_0(out: bytearray, o: AddPartitionsToTxnRequest)
                 _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write AddPartitionsToTxnRequest: {exc}") from None
-
-
-def _r_AddPartitionsToTxnRequest_1(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:
-    s1_v3_and_below_topics: list[Any]
-    s3_partitions: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_v3_and_below_transactional_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_v3_and_below_transactional_id, pos = _wire.read_compact_text(
-                buf,
-                pos,
-                "v3_and_below_transactional_id",
-            )
-        (s1_v3_and_below_producer_id, s1_v3_and_below_producer_epoch,) = _F_qh.unpack_from(buf, pos)
-        pos += 10
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("v3_and_below_topics", pos)
-        else:
-            s1_v3_and_below_topics = _wire.KeyedList()
-            add2 = s1_v3_and_below_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                c = buf[pos]
-                if c == 1:  # empty (offline replicas, mostly): no unpack
-                    s3_partitions = []
-                    pos += 1
-                elif 0 < c <= 32:
-                    s3_partitions = [*_K_i[c].unpack_from(buf, pos)]
-                    pos += 4 * c - 3
-                else:
-                    n = buf[pos] - 1
-                    if n < 0x7F:
-                        pos += 1
-                    else:
-                        n, pos = _wire.read_compact_array_count(buf, pos)
-                    if n < 0:
-                        raise _wire.null_error("partitions", pos)
-                    else:
-                        stop = pos + 4 * n
-                        if n < 32 and stop <= buflen:
-                            s3_partitions = [*_A_i[n].unpack_from(buf, pos)]
-                            pos = stop
-                        else:
-                            s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__AddPartitionsToTxnTopic)
-                o3.name = s3_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(AddPartitionsToTxnRequest)
-        o1.transactions = _wire.KeyedList()
-        o1.v3_and_below_transactional_id = s1_v3_and_below_transactional_id
-        o1.v3_and_below_producer_id = s1_v3_and_below_producer_id
-        o1.v3_and_below_producer_epoch = s1_v3_and_below_producer_epoch
-        o1.v3_and_below_topics = s1_v3_and_below_topics
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AddPartitionsToTxnRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_AddPartitionsToTxnRequest_1(out: bytearray, o: AddPartitionsToTxnRequest) -> None:
@@ -397,140 +227,6 @@ def _w_AddPartitionsToTxnRequest_1(out: bytearray, o: AddPartitionsToTxnRequest)
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write AddPartitionsToTxnRequest: {exc}") from None
-
-
-def _r_AddPartitionsToTxnRequest_2(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:
-    s1_transactions: list[Any]
-    s3_topics: list[Any]
-    s5_partitions: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u5: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("transactions", pos)
-        else:
-            s1_transactions = _wire.KeyedList()
-            add2 = s1_transactions.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_transactional_id = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
-                (s3_producer_id, s3_producer_epoch, s3_verify_only,) = _F_qho.unpack_from(buf, pos)
-                pos += 11
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("topics", pos)
-                else:
-                    s3_topics = _wire.KeyedList()
-                    add4 = s3_topics.append
-                    for _ in range(n):
-                        size = buf[pos]
-                        if 0 < size < 0x80:
-                            stop = pos + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = buf[pos + 1 : stop].decode()
-                            pos = stop
-                        else:
-                            s5_name, pos = _wire.read_compact_text(buf, pos, "name")
-                        c = buf[pos]
-                        if c == 1:  # empty (offline replicas, mostly): no unpack
-                            s5_partitions = []
-                            pos += 1
-                        elif 0 < c <= 32:
-                            s5_partitions = [*_K_i[c].unpack_from(buf, pos)]
-                            pos += 4 * c - 3
-                        else:
-                            n = buf[pos] - 1
-                            if n < 0x7F:
-                                pos += 1
-                            else:
-                                n, pos = _wire.read_compact_array_count(buf, pos)
-                            if n < 0:
-                                raise _wire.null_error("partitions", pos)
-                            else:
-                                stop = pos + 4 * n
-                                if n < 32 and stop <= buflen:
-                                    s5_partitions = [*_A_i[n].unpack_from(buf, pos)]
-                                    pos = stop
-                                else:
-                                    s5_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        u5 = _NO_TAGS
-                        if buf[pos] == 0:
-                            pos += 1
-                        else:
-                            count5, pos = _wire.read_tag_count(buf, pos)
-                            seen5: list[tuple[int, bytes]] = []
-                            for _ in range(count5):
-                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                seen5.append((tag5, bytes(buf[pos:end5])))
-                                pos = end5
-                            if seen5:
-                                u5 = tuple(seen5)
-                        o5 = _new(_C_Request__AddPartitionsToTxnTopic)
-                        o5.name = s5_name
-                        o5.partitions = s5_partitions
-                        o5._unknown_tags = u5
-                        add4(o5)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__AddPartitionsToTxnTransaction)
-                o3.transactional_id = s3_transactional_id
-                o3.producer_id = s3_producer_id
-                o3.producer_epoch = s3_producer_epoch
-                o3.verify_only = s3_verify_only
-                o3.topics = s3_topics
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(AddPartitionsToTxnRequest)
-        o1.transactions = s1_transactions
-        o1.v3_and_below_transactional_id = ""
-        o1.v3_and_below_producer_id = 0
-        o1.v3_and_below_producer_epoch = 0
-        o1.v3_and_below_topics = _wire.KeyedList()
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AddPartitionsToTxnRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_AddPartitionsToTxnRequest_2(out: bytearray, o: AddPartitionsToTxnRequest) -> None:
@@ -741,26 +437,6 @@ def _r_AddPartitionsToTxnResponse_0(buf: Any, pos: int) -> tuple[AddPartitionsTo
     return o1, pos
 
 
-def _w_AddPartitionsToTxnResponse_0(out: bytearray, o: AddPartitionsToTxnResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.results_by_transaction:
-            raise EncodeError(
-                "field results_by_transaction has a non-default value but does not exist at this version",
-            )
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.results_by_topic_v3_and_below
-        if x is None:
-            raise EncodeError("field results_by_topic_v3_and_below is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AddPartitionsToTxnResponse: {exc}") from None
-
-
 def _r_AddPartitionsToTxnResponse_1(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
     s1_results_by_topic_v3_and_below: list[Any]
     s3_results_by_partition: list[Any]
@@ -878,33 +554,6 @@ def _r_AddPartitionsToTxnResponse_1(buf: Any, pos: int) -> tuple[AddPartitionsTo
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AddPartitionsToTxnResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_AddPartitionsToTxnResponse_1(out: bytearray, o: AddPartitionsToTxnResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.results_by_transaction:
-            raise EncodeError(
-                "field results_by_transaction has a non-default value but does not exist at this version",
-            )
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.results_by_topic_v3_and_below
-        if x is None:
-            raise EncodeError("field results_by_topic_v3_and_below is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AddPartitionsToTxnResponse: {exc}") from None
 
 
 def _r_AddPartitionsToTxnResponse_2(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
@@ -1069,148 +718,6 @@ def _r_AddPartitionsToTxnResponse_2(buf: Any, pos: int) -> tuple[AddPartitionsTo
     return o1, pos
 
 
-def _w_AddPartitionsToTxnResponse_2(out: bytearray, o: AddPartitionsToTxnResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.results_by_topic_v3_and_below:
-            raise EncodeError(
-                "field results_by_topic_v3_and_below has a non-default value but does not exist at this "
-                "version",
-            )
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.results_by_transaction
-        if x is None:
-            raise EncodeError("field results_by_transaction is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_AddPartitionsToTxnResponse__AddPartitionsToTxnResult_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AddPartitionsToTxnResponse: {exc}") from None
-
-
-def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_0(
-    out: bytearray,
-    o: AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult,
-) -> None:
-    try:
-        out += _F_ih.pack(o.partition_index, o.partition_error_code)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AddPartitionsToTxnPartitionResult: {exc}") from None
-
-
-def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_1(
-    out: bytearray,
-    o: AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult,
-) -> None:
-    try:
-        out += _F_ih.pack(o.partition_index, o.partition_error_code)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AddPartitionsToTxnPartitionResult: {exc}") from None
-
-
-def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_0(
-    out: bytearray,
-    o: AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.results_by_partition
-        if x is None:
-            raise EncodeError("field results_by_partition is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AddPartitionsToTxnTopicResult: {exc}") from None
-
-
-def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_1(
-    out: bytearray,
-    o: AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.results_by_partition
-        if x is None:
-            raise EncodeError("field results_by_partition is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AddPartitionsToTxnTopicResult: {exc}") from None
-
-
-def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnResult_0(
-    out: bytearray,
-    o: AddPartitionsToTxnResponse.AddPartitionsToTxnResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.transactional_id
-        if x is None:
-            raise EncodeError("field transactional_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.topic_results
-        if x is None:
-            raise EncodeError("field topic_results is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AddPartitionsToTxnResult: {exc}") from None
-
-
 _C_Request__AddPartitionsToTxnTopic = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
 _C_Request__AddPartitionsToTxnTransaction = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
 
@@ -1292,14 +799,7 @@ _C_Request__AddPartitionsToTxnTransaction._FIELDS = (
         False,
     ),
 )
-AddPartitionsToTxnRequest._READERS = {
-    0: _r_AddPartitionsToTxnRequest_0,
-    1: _r_AddPartitionsToTxnRequest_0,
-    2: _r_AddPartitionsToTxnRequest_0,
-    3: _r_AddPartitionsToTxnRequest_1,
-    4: _r_AddPartitionsToTxnRequest_2,
-    5: _r_AddPartitionsToTxnRequest_2,
-}
+AddPartitionsToTxnRequest._READERS = codec_path.broker_side(AddPartitionsToTxnRequest, '_READERS')
 AddPartitionsToTxnRequest._WRITERS = {
     0: _w_AddPartitionsToTxnRequest_0,
     1: _w_AddPartitionsToTxnRequest_0,
@@ -1450,14 +950,7 @@ AddPartitionsToTxnResponse._READERS = {
     4: _r_AddPartitionsToTxnResponse_2,
     5: _r_AddPartitionsToTxnResponse_2,
 }
-AddPartitionsToTxnResponse._WRITERS = {
-    0: _w_AddPartitionsToTxnResponse_0,
-    1: _w_AddPartitionsToTxnResponse_0,
-    2: _w_AddPartitionsToTxnResponse_0,
-    3: _w_AddPartitionsToTxnResponse_1,
-    4: _w_AddPartitionsToTxnResponse_2,
-    5: _w_AddPartitionsToTxnResponse_2,
-}
+AddPartitionsToTxnResponse._WRITERS = codec_path.broker_side(AddPartitionsToTxnResponse, '_WRITERS')
 _N_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_0 = (
     _C_Response__AddPartitionsToTxnPartitionResult,
     False,

@@ -15,17 +15,10 @@ __all__ = ['AddRaftVoterRequest', 'AddRaftVoterResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
-_F_oB = struct.Struct(">?B")
 _F_H = struct.Struct(">H")
-_F_HB = struct.Struct(">HB")
-_F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _F_ii = struct.Struct(">ii")
 _NO_TAGS = _wire.EMPTY_TAGS
-_UUID = uuid.UUID
-_UUID_SAFE = uuid.SafeUUID.unknown
-_set = object.__setattr__
-_from_bytes = int.from_bytes
 
 
 class AddRaftVoterRequest(KafkaRequest['AddRaftVoterResponse']):
@@ -99,107 +92,6 @@ class AddRaftVoterResponse(KafkaMessage):
 AddRaftVoterRequest.RESPONSE_CLASS = AddRaftVoterResponse
 
 
-def _r_AddRaftVoterRequest_0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, int]:
-    s1_cluster_id: str | None
-    s1_listeners: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_cluster_id = None
-            pos += 1
-        else:
-            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        (s1_timeout_ms, s1_voter_id,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        stop = pos + 16
-        if stop > buflen:
-            raise DecodeError("uuid runs past the end of the data", offset=pos)
-        s1_voter_directory_id = _new(_UUID)
-        _set(s1_voter_directory_id, "int", _from_bytes(buf[pos:stop]))
-        _set(s1_voter_directory_id, "is_safe", _UUID_SAFE)
-        pos = stop
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("listeners", pos)
-        else:
-            s1_listeners = _wire.KeyedList()
-            add2 = s1_listeners.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (s3_port, t3,) = _F_HB.unpack_from(buf, pos)
-                pos += 3
-                u3 = _NO_TAGS
-                if t3:
-                    pos -= 1
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__Listener)
-                o3.name = s3_name
-                o3.host = s3_host
-                o3.port = s3_port
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(AddRaftVoterRequest)
-        o1.cluster_id = s1_cluster_id
-        o1.timeout_ms = s1_timeout_ms
-        o1.voter_id = s1_voter_id
-        o1.voter_directory_id = s1_voter_directory_id
-        o1.listeners = s1_listeners
-        o1.ack_when_committed = True
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AddRaftVoterRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_AddRaftVoterRequest_0(out: bytearray, o: AddRaftVoterRequest) -> None:
     x: Any
     item: Any
@@ -234,108 +126,6 @@ def _w_AddRaftVoterRequest_0(out: bytearray, o: AddRaftVoterRequest) -> None:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write AddRaftVoterRequest: {exc}") from None
-
-
-def _r_AddRaftVoterRequest_1(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, int]:
-    s1_cluster_id: str | None
-    s1_listeners: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_cluster_id = None
-            pos += 1
-        else:
-            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        (s1_timeout_ms, s1_voter_id,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        stop = pos + 16
-        if stop > buflen:
-            raise DecodeError("uuid runs past the end of the data", offset=pos)
-        s1_voter_directory_id = _new(_UUID)
-        _set(s1_voter_directory_id, "int", _from_bytes(buf[pos:stop]))
-        _set(s1_voter_directory_id, "is_safe", _UUID_SAFE)
-        pos = stop
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("listeners", pos)
-        else:
-            s1_listeners = _wire.KeyedList()
-            add2 = s1_listeners.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (s3_port, t3,) = _F_HB.unpack_from(buf, pos)
-                pos += 3
-                u3 = _NO_TAGS
-                if t3:
-                    pos -= 1
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__Listener)
-                o3.name = s3_name
-                o3.host = s3_host
-                o3.port = s3_port
-                o3._unknown_tags = u3
-                add2(o3)
-        (s1_ack_when_committed, t1,) = _F_oB.unpack_from(buf, pos)
-        pos += 2
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(AddRaftVoterRequest)
-        o1.cluster_id = s1_cluster_id
-        o1.timeout_ms = s1_timeout_ms
-        o1.voter_id = s1_voter_id
-        o1.voter_directory_id = s1_voter_directory_id
-        o1.listeners = s1_listeners
-        o1.ack_when_committed = s1_ack_when_committed
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AddRaftVoterRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_AddRaftVoterRequest_1(out: bytearray, o: AddRaftVoterRequest) -> None:
@@ -441,25 +231,6 @@ def _r_AddRaftVoterResponse_0(buf: Any, pos: int) -> tuple[AddRaftVoterResponse,
     return o1, pos
 
 
-def _w_AddRaftVoterResponse_0(out: bytearray, o: AddRaftVoterResponse) -> None:
-    x: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AddRaftVoterResponse: {exc}") from None
-
-
 _C_Request__Listener = AddRaftVoterRequest.Listener
 
 AddRaftVoterRequest._FIELDS = (
@@ -495,7 +266,7 @@ _C_Request__Listener._FIELDS = (
     FieldInfo('host', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo('port', 'uint16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
-AddRaftVoterRequest._READERS = {0: _r_AddRaftVoterRequest_0, 1: _r_AddRaftVoterRequest_1}
+AddRaftVoterRequest._READERS = codec_path.broker_side(AddRaftVoterRequest, '_READERS')
 AddRaftVoterRequest._WRITERS = {0: _w_AddRaftVoterRequest_0, 1: _w_AddRaftVoterRequest_1}
 _N_AddRaftVoterRequest__Listener_0 = (
     _C_Request__Listener,
@@ -550,7 +321,7 @@ AddRaftVoterResponse._FIELDS = (
     ),
 )
 AddRaftVoterResponse._READERS = {0: _r_AddRaftVoterResponse_0, 1: _r_AddRaftVoterResponse_0}
-AddRaftVoterResponse._WRITERS = {0: _w_AddRaftVoterResponse_0, 1: _w_AddRaftVoterResponse_0}
+AddRaftVoterResponse._WRITERS = codec_path.broker_side(AddRaftVoterResponse, '_WRITERS')
 _N_AddRaftVoterResponse_0 = (
     AddRaftVoterResponse,
     True,

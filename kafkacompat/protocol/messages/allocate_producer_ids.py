@@ -13,10 +13,8 @@ __all__ = ['AllocateProducerIdsRequest', 'AllocateProducerIdsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
-_F_ihqi = struct.Struct(">ihqi")
 _F_ihqiB = struct.Struct(">ihqiB")
 _F_iq = struct.Struct(">iq")
-_F_iqB = struct.Struct(">iqB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
@@ -60,31 +58,6 @@ class AllocateProducerIdsResponse(KafkaMessage):
 
 
 AllocateProducerIdsRequest.RESPONSE_CLASS = AllocateProducerIdsResponse
-
-
-def _r_AllocateProducerIdsRequest_0(buf: Any, pos: int) -> tuple[AllocateProducerIdsRequest, int]:
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        (s1_broker_id, s1_broker_epoch, t1,) = _F_iqB.unpack_from(buf, pos)
-        pos += 13
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(AllocateProducerIdsRequest)
-        o1.broker_id = s1_broker_id
-        o1.broker_epoch = s1_broker_epoch
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AllocateProducerIdsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_AllocateProducerIdsRequest_0(out: bytearray, o: AllocateProducerIdsRequest) -> None:
@@ -131,23 +104,12 @@ def _r_AllocateProducerIdsResponse_0(buf: Any, pos: int) -> tuple[AllocateProduc
     return o1, pos
 
 
-def _w_AllocateProducerIdsResponse_0(out: bytearray, o: AllocateProducerIdsResponse) -> None:
-    try:
-        out += _F_ihqi.pack(o.throttle_time_ms, o.error_code, o.producer_id_start, o.producer_id_len)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AllocateProducerIdsResponse: {exc}") from None
-
-
 
 AllocateProducerIdsRequest._FIELDS = (
     FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo('broker_epoch', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
-AllocateProducerIdsRequest._READERS = {0: _r_AllocateProducerIdsRequest_0}
+AllocateProducerIdsRequest._READERS = codec_path.broker_side(AllocateProducerIdsRequest, '_READERS')
 AllocateProducerIdsRequest._WRITERS = {0: _w_AllocateProducerIdsRequest_0}
 _N_AllocateProducerIdsRequest_0 = (
     AllocateProducerIdsRequest,
@@ -166,7 +128,7 @@ AllocateProducerIdsResponse._FIELDS = (
     FieldInfo('producer_id_len', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 AllocateProducerIdsResponse._READERS = {0: _r_AllocateProducerIdsResponse_0}
-AllocateProducerIdsResponse._WRITERS = {0: _w_AllocateProducerIdsResponse_0}
+AllocateProducerIdsResponse._WRITERS = codec_path.broker_side(AllocateProducerIdsResponse, '_WRITERS')
 _N_AllocateProducerIdsResponse_0 = (
     AllocateProducerIdsResponse,
     True,

@@ -14,9 +14,7 @@ __all__ = ['AlterClientQuotasRequest', 'AlterClientQuotasResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
-_F_oB = struct.Struct(">?B")
 _F_do = struct.Struct(">d?")
-_F_doB = struct.Struct(">d?B")
 _F_h = struct.Struct(">h")
 _F_hB = struct.Struct(">hB")
 _F_i = struct.Struct(">i")
@@ -124,94 +122,6 @@ class AlterClientQuotasResponse(KafkaMessage):
 AlterClientQuotasRequest.RESPONSE_CLASS = AlterClientQuotasResponse
 
 
-def _r_AlterClientQuotasRequest_0(buf: Any, pos: int) -> tuple[AlterClientQuotasRequest, int]:
-    s1_entries: list[Any]
-    s3_entity: list[Any]
-    s3_ops: list[Any]
-    s5_entity_name: str | None
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("entries", pos)
-        else:
-            s1_entries = []
-            add2 = s1_entries.append
-            for _ in range(n):
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("entity", pos)
-                else:
-                    s3_entity = []
-                    add4 = s3_entity.append
-                    for _ in range(n):
-                        size = buf[pos] << 8 | buf[pos + 1]
-                        if size < 0x8000:
-                            stop = pos + 2 + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                            s5_entity_type = buf[pos + 2 : stop].decode()
-                            pos = stop
-                        else:
-                            s5_entity_type, pos = _wire.read_string(buf, pos)
-                            if s5_entity_type is None:
-                                raise _wire.null_error("entity_type", pos)
-                        size = buf[pos] << 8 | buf[pos + 1]
-                        if size < 0x8000:
-                            stop = pos + 2 + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                            s5_entity_name = buf[pos + 2 : stop].decode()
-                            pos = stop
-                        else:
-                            s5_entity_name, pos = _wire.read_string(buf, pos)
-                        o5 = _new(_C_Request__EntityData)
-                        o5.entity_type = s5_entity_type
-                        o5.entity_name = s5_entity_name
-                        o5._unknown_tags = _NO_TAGS
-                        add4(o5)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("ops", pos)
-                else:
-                    s3_ops = []
-                    add6 = s3_ops.append
-                    for _ in range(n):
-                        size = buf[pos] << 8 | buf[pos + 1]
-                        if size < 0x8000:
-                            stop = pos + 2 + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                            s7_key = buf[pos + 2 : stop].decode()
-                            pos = stop
-                        else:
-                            s7_key, pos = _wire.read_string(buf, pos)
-                            if s7_key is None:
-                                raise _wire.null_error("key", pos)
-                        (s7_value, s7_remove,) = _F_do.unpack_from(buf, pos)
-                        pos += 9
-                        o7 = _new(_C_Request__OpData)
-                        o7.key = s7_key
-                        o7.value = s7_value
-                        o7.remove = s7_remove
-                        o7._unknown_tags = _NO_TAGS
-                        add6(o7)
-                o3 = _new(_C_Request__EntryData)
-                o3.entity = s3_entity
-                o3.ops = s3_ops
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        (s1_validate_only,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        o1 = _new(AlterClientQuotasRequest)
-        o1.entries = s1_entries
-        o1.validate_only = s1_validate_only
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterClientQuotasRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_AlterClientQuotasRequest_0(out: bytearray, o: AlterClientQuotasRequest) -> None:
     x: Any
     item: Any
@@ -226,155 +136,6 @@ def _w_AlterClientQuotasRequest_0(out: bytearray, o: AlterClientQuotasRequest) -
         out += _F_o.pack(o.validate_only)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write AlterClientQuotasRequest: {exc}") from None
-
-
-def _r_AlterClientQuotasRequest_1(buf: Any, pos: int) -> tuple[AlterClientQuotasRequest, int]:
-    s1_entries: list[Any]
-    s3_entity: list[Any]
-    s3_ops: list[Any]
-    s5_entity_name: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u5: tuple[tuple[int, bytes], ...]
-    u7: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("entries", pos)
-        else:
-            s1_entries = []
-            add2 = s1_entries.append
-            for _ in range(n):
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("entity", pos)
-                else:
-                    s3_entity = []
-                    add4 = s3_entity.append
-                    for _ in range(n):
-                        size = buf[pos]
-                        if 0 < size < 0x80:
-                            stop = pos + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_entity_type = buf[pos + 1 : stop].decode()
-                            pos = stop
-                        else:
-                            s5_entity_type, pos = _wire.read_compact_text(buf, pos, "entity_type")
-                        size = buf[pos]
-                        if 0 < size < 0x80:
-                            stop = pos + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_entity_name = buf[pos + 1 : stop].decode()
-                            pos = stop
-                        elif size == 0:
-                            s5_entity_name = None
-                            pos += 1
-                        else:
-                            s5_entity_name, pos = _wire.read_compact_string(buf, pos)
-                        u5 = _NO_TAGS
-                        if buf[pos] == 0:
-                            pos += 1
-                        else:
-                            count5, pos = _wire.read_tag_count(buf, pos)
-                            seen5: list[tuple[int, bytes]] = []
-                            for _ in range(count5):
-                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                seen5.append((tag5, bytes(buf[pos:end5])))
-                                pos = end5
-                            if seen5:
-                                u5 = tuple(seen5)
-                        o5 = _new(_C_Request__EntityData)
-                        o5.entity_type = s5_entity_type
-                        o5.entity_name = s5_entity_name
-                        o5._unknown_tags = u5
-                        add4(o5)
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("ops", pos)
-                else:
-                    s3_ops = []
-                    add6 = s3_ops.append
-                    for _ in range(n):
-                        size = buf[pos]
-                        if 0 < size < 0x80:
-                            stop = pos + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s7_key = buf[pos + 1 : stop].decode()
-                            pos = stop
-                        else:
-                            s7_key, pos = _wire.read_compact_text(buf, pos, "key")
-                        (s7_value, s7_remove, t7,) = _F_doB.unpack_from(buf, pos)
-                        pos += 10
-                        u7 = _NO_TAGS
-                        if t7:
-                            pos -= 1
-                            count7, pos = _wire.read_tag_count(buf, pos)
-                            seen7: list[tuple[int, bytes]] = []
-                            for _ in range(count7):
-                                tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                seen7.append((tag7, bytes(buf[pos:end7])))
-                                pos = end7
-                            if seen7:
-                                u7 = tuple(seen7)
-                        o7 = _new(_C_Request__OpData)
-                        o7.key = s7_key
-                        o7.value = s7_value
-                        o7.remove = s7_remove
-                        o7._unknown_tags = u7
-                        add6(o7)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__EntryData)
-                o3.entity = s3_entity
-                o3.ops = s3_ops
-                o3._unknown_tags = u3
-                add2(o3)
-        (s1_validate_only, t1,) = _F_oB.unpack_from(buf, pos)
-        pos += 2
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(AlterClientQuotasRequest)
-        o1.entries = s1_entries
-        o1.validate_only = s1_validate_only
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterClientQuotasRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_AlterClientQuotasRequest_1(out: bytearray, o: AlterClientQuotasRequest) -> None:
@@ -601,22 +362,6 @@ def _r_AlterClientQuotasResponse_0(buf: Any, pos: int) -> tuple[AlterClientQuota
     return o1, pos
 
 
-def _w_AlterClientQuotasResponse_0(out: bytearray, o: AlterClientQuotasResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.entries
-        if x is None:
-            raise EncodeError("field entries is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_AlterClientQuotasResponse__EntryData_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AlterClientQuotasResponse: {exc}") from None
-
-
 def _r_AlterClientQuotasResponse_1(buf: Any, pos: int) -> tuple[AlterClientQuotasResponse, int]:
     s1_entries: list[Any]
     s3_entity: list[Any]
@@ -741,123 +486,6 @@ def _r_AlterClientQuotasResponse_1(buf: Any, pos: int) -> tuple[AlterClientQuota
     return o1, pos
 
 
-def _w_AlterClientQuotasResponse_1(out: bytearray, o: AlterClientQuotasResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.entries
-        if x is None:
-            raise EncodeError("field entries is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_AlterClientQuotasResponse__EntryData_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AlterClientQuotasResponse: {exc}") from None
-
-
-def _w_AlterClientQuotasResponse__EntityData_0(
-    out: bytearray,
-    o: AlterClientQuotasResponse.EntityData,
-) -> None:
-    x: Any
-    try:
-        x = o.entity_type
-        if x is None:
-            raise EncodeError("field entity_type is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.entity_name
-        _wire.write_string(out, x)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write EntityData: {exc}") from None
-
-
-def _w_AlterClientQuotasResponse__EntityData_1(
-    out: bytearray,
-    o: AlterClientQuotasResponse.EntityData,
-) -> None:
-    x: Any
-    try:
-        x = o.entity_type
-        if x is None:
-            raise EncodeError("field entity_type is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.entity_name
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write EntityData: {exc}") from None
-
-
-def _w_AlterClientQuotasResponse__EntryData_0(out: bytearray, o: AlterClientQuotasResponse.EntryData) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        _wire.write_string(out, x)
-        x = o.entity
-        if x is None:
-            raise EncodeError("field entity is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_AlterClientQuotasResponse__EntityData_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write EntryData: {exc}") from None
-
-
-def _w_AlterClientQuotasResponse__EntryData_1(out: bytearray, o: AlterClientQuotasResponse.EntryData) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.entity
-        if x is None:
-            raise EncodeError("field entity is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_AlterClientQuotasResponse__EntityData_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write EntryData: {exc}") from None
-
-
 _C_Request__EntityData = AlterClientQuotasRequest.EntityData
 _C_Request__OpData = AlterClientQuotasRequest.OpData
 _C_Request__EntryData = AlterClientQuotasRequest.EntryData
@@ -909,7 +537,7 @@ _C_Request__EntryData._FIELDS = (
     ),
     FieldInfo('ops', 'OpData', _C_Request__OpData, True, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
-AlterClientQuotasRequest._READERS = {0: _r_AlterClientQuotasRequest_0, 1: _r_AlterClientQuotasRequest_1}
+AlterClientQuotasRequest._READERS = codec_path.broker_side(AlterClientQuotasRequest, '_READERS')
 AlterClientQuotasRequest._WRITERS = {0: _w_AlterClientQuotasRequest_0, 1: _w_AlterClientQuotasRequest_1}
 _N_AlterClientQuotasRequest__EntityData_0 = (
     _C_Request__EntityData,
@@ -1032,7 +660,7 @@ _C_Response__EntryData._FIELDS = (
     ),
 )
 AlterClientQuotasResponse._READERS = {0: _r_AlterClientQuotasResponse_0, 1: _r_AlterClientQuotasResponse_1}
-AlterClientQuotasResponse._WRITERS = {0: _w_AlterClientQuotasResponse_0, 1: _w_AlterClientQuotasResponse_1}
+AlterClientQuotasResponse._WRITERS = codec_path.broker_side(AlterClientQuotasResponse, '_WRITERS')
 _N_AlterClientQuotasResponse__EntityData_0 = (
     _C_Response__EntityData,
     False,

@@ -15,14 +15,9 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
 _F_io = struct.Struct(">i?")
-_F_ioh = struct.Struct(">i?h")
 _F_iohB = struct.Struct(">i?hB")
-_F_iB = struct.Struct(">iB")
-_F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
-_A_i = _wire.SHORT_ARRAYS["i"]
-_K_i = _wire.COUNTED_ARRAYS["i"]
 _PC_i = _wire.COMPACT_PREFIXED["i"]
 
 
@@ -138,130 +133,6 @@ class AlterPartitionReassignmentsResponse(KafkaMessage):
 AlterPartitionReassignmentsRequest.RESPONSE_CLASS = AlterPartitionReassignmentsResponse
 
 
-def _r_AlterPartitionReassignmentsRequest_0(
-    buf: Any,
-    pos: int,
-) -> tuple[AlterPartitionReassignmentsRequest, int]:
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    s5_replicas: list[Any] | None
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u5: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        (s1_timeout_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    for _ in range(n):
-                        (s5_partition_index, c,) = _F_iB.unpack_from(buf, pos)
-                        pos += 4
-                        if c == 1:  # empty (offline replicas, mostly): no unpack
-                            s5_replicas = []
-                            pos += 1
-                        elif 0 < c <= 32:
-                            s5_replicas = [*_K_i[c].unpack_from(buf, pos)]
-                            pos += 4 * c - 3
-                        else:
-                            n = buf[pos] - 1
-                            if n < 0x7F:
-                                pos += 1
-                            else:
-                                n, pos = _wire.read_compact_array_count(buf, pos)
-                            if n < 0:
-                                s5_replicas = None
-                            else:
-                                stop = pos + 4 * n
-                                if n < 32 and stop <= buflen:
-                                    s5_replicas = [*_A_i[n].unpack_from(buf, pos)]
-                                    pos = stop
-                                else:
-                                    s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        u5 = _NO_TAGS
-                        if buf[pos] == 0:
-                            pos += 1
-                        else:
-                            count5, pos = _wire.read_tag_count(buf, pos)
-                            seen5: list[tuple[int, bytes]] = []
-                            for _ in range(count5):
-                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                seen5.append((tag5, bytes(buf[pos:end5])))
-                                pos = end5
-                            if seen5:
-                                u5 = tuple(seen5)
-                        o5 = _new(_C_Request__ReassignablePartition)
-                        o5.partition_index = s5_partition_index
-                        o5.replicas = s5_replicas
-                        o5._unknown_tags = u5
-                        add4(o5)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__ReassignableTopic)
-                o3.name = s3_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(AlterPartitionReassignmentsRequest)
-        o1.timeout_ms = s1_timeout_ms
-        o1.allow_replication_factor_change = True
-        o1.topics = s1_topics
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterPartitionReassignmentsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_AlterPartitionReassignmentsRequest_0(out: bytearray, o: AlterPartitionReassignmentsRequest) -> None:
     x: Any
     item: Any
@@ -288,130 +159,6 @@ def _w_AlterPartitionReassignmentsRequest_0(out: bytearray, o: AlterPartitionRea
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write AlterPartitionReassignmentsRequest: {exc}") from None
-
-
-def _r_AlterPartitionReassignmentsRequest_1(
-    buf: Any,
-    pos: int,
-) -> tuple[AlterPartitionReassignmentsRequest, int]:
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    s5_replicas: list[Any] | None
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u5: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        (s1_timeout_ms, s1_allow_replication_factor_change,) = _F_io.unpack_from(buf, pos)
-        pos += 5
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    for _ in range(n):
-                        (s5_partition_index, c,) = _F_iB.unpack_from(buf, pos)
-                        pos += 4
-                        if c == 1:  # empty (offline replicas, mostly): no unpack
-                            s5_replicas = []
-                            pos += 1
-                        elif 0 < c <= 32:
-                            s5_replicas = [*_K_i[c].unpack_from(buf, pos)]
-                            pos += 4 * c - 3
-                        else:
-                            n = buf[pos] - 1
-                            if n < 0x7F:
-                                pos += 1
-                            else:
-                                n, pos = _wire.read_compact_array_count(buf, pos)
-                            if n < 0:
-                                s5_replicas = None
-                            else:
-                                stop = pos + 4 * n
-                                if n < 32 and stop <= buflen:
-                                    s5_replicas = [*_A_i[n].unpack_from(buf, pos)]
-                                    pos = stop
-                                else:
-                                    s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        u5 = _NO_TAGS
-                        if buf[pos] == 0:
-                            pos += 1
-                        else:
-                            count5, pos = _wire.read_tag_count(buf, pos)
-                            seen5: list[tuple[int, bytes]] = []
-                            for _ in range(count5):
-                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                seen5.append((tag5, bytes(buf[pos:end5])))
-                                pos = end5
-                            if seen5:
-                                u5 = tuple(seen5)
-                        o5 = _new(_C_Request__ReassignablePartition)
-                        o5.partition_index = s5_partition_index
-                        o5.replicas = s5_replicas
-                        o5._unknown_tags = u5
-                        add4(o5)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__ReassignableTopic)
-                o3.name = s3_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(AlterPartitionReassignmentsRequest)
-        o1.timeout_ms = s1_timeout_ms
-        o1.allow_replication_factor_change = s1_allow_replication_factor_change
-        o1.topics = s1_topics
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterPartitionReassignmentsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_AlterPartitionReassignmentsRequest_1(out: bytearray, o: AlterPartitionReassignmentsRequest) -> None:
@@ -627,36 +374,6 @@ def _r_AlterPartitionReassignmentsResponse_0(
     return o1, pos
 
 
-def _w_AlterPartitionReassignmentsResponse_0(out: bytearray, o: AlterPartitionReassignmentsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.responses
-        if x is None:
-            raise EncodeError("field responses is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_AlterPartitionReassignmentsResponse__ReassignableTopicResponse_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AlterPartitionReassignmentsResponse: {exc}") from None
-
-
 def _r_AlterPartitionReassignmentsResponse_1(
     buf: Any,
     pos: int,
@@ -791,92 +508,6 @@ def _r_AlterPartitionReassignmentsResponse_1(
     return o1, pos
 
 
-def _w_AlterPartitionReassignmentsResponse_1(out: bytearray, o: AlterPartitionReassignmentsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ioh.pack(o.throttle_time_ms, o.allow_replication_factor_change, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.responses
-        if x is None:
-            raise EncodeError("field responses is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_AlterPartitionReassignmentsResponse__ReassignableTopicResponse_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AlterPartitionReassignmentsResponse: {exc}") from None
-
-
-def _w_AlterPartitionReassignmentsResponse__ReassignablePartitionResponse_0(
-    out: bytearray,
-    o: AlterPartitionReassignmentsResponse.ReassignablePartitionResponse,
-) -> None:
-    x: Any
-    try:
-        out += _F_ih.pack(o.partition_index, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ReassignablePartitionResponse: {exc}") from None
-
-
-def _w_AlterPartitionReassignmentsResponse__ReassignableTopicResponse_0(
-    out: bytearray,
-    o: AlterPartitionReassignmentsResponse.ReassignableTopicResponse,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_AlterPartitionReassignmentsResponse__ReassignablePartitionResponse_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ReassignableTopicResponse: {exc}") from None
-
-
 _C_Request__ReassignablePartition = AlterPartitionReassignmentsRequest.ReassignablePartition
 _C_Request__ReassignableTopic = AlterPartitionReassignmentsRequest.ReassignableTopic
 
@@ -933,10 +564,10 @@ _C_Request__ReassignableTopic._FIELDS = (
         False,
     ),
 )
-AlterPartitionReassignmentsRequest._READERS = {
-    0: _r_AlterPartitionReassignmentsRequest_0,
-    1: _r_AlterPartitionReassignmentsRequest_1,
-}
+AlterPartitionReassignmentsRequest._READERS = codec_path.broker_side(
+    AlterPartitionReassignmentsRequest,
+    '_READERS',
+)
 AlterPartitionReassignmentsRequest._WRITERS = {
     0: _w_AlterPartitionReassignmentsRequest_0,
     1: _w_AlterPartitionReassignmentsRequest_1,
@@ -1051,10 +682,10 @@ AlterPartitionReassignmentsResponse._READERS = {
     0: _r_AlterPartitionReassignmentsResponse_0,
     1: _r_AlterPartitionReassignmentsResponse_1,
 }
-AlterPartitionReassignmentsResponse._WRITERS = {
-    0: _w_AlterPartitionReassignmentsResponse_0,
-    1: _w_AlterPartitionReassignmentsResponse_1,
-}
+AlterPartitionReassignmentsResponse._WRITERS = codec_path.broker_side(
+    AlterPartitionReassignmentsResponse,
+    '_WRITERS',
+)
 _N_AlterPartitionReassignmentsResponse__ReassignablePartitionResponse_0 = (
     _C_Response__ReassignablePartitionResponse,
     True,

@@ -17,8 +17,6 @@ _F_i = struct.Struct(">i")
 _F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
-_A_i = _wire.SHORT_ARRAYS["i"]
-_K_i = _wire.COUNTED_ARRAYS["i"]
 _PC_i = _wire.COMPACT_PREFIXED["i"]
 _PI_i = _wire.CLASSIC_PREFIXED["i"]
 
@@ -115,76 +113,6 @@ class AlterReplicaLogDirsResponse(KafkaMessage):
 AlterReplicaLogDirsRequest.RESPONSE_CLASS = AlterReplicaLogDirsResponse
 
 
-def _r_AlterReplicaLogDirsRequest_0(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsRequest, int]:
-    s1_dirs: list[Any]
-    s3_topics: list[Any]
-    s5_partitions: list[Any]
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("dirs", pos)
-        else:
-            s1_dirs = _wire.KeyedList()
-            add2 = s1_dirs.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_path = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_path, pos = _wire.read_string(buf, pos)
-                    if s3_path is None:
-                        raise _wire.null_error("path", pos)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("topics", pos)
-                else:
-                    s3_topics = _wire.KeyedList()
-                    add4 = s3_topics.append
-                    for _ in range(n):
-                        size = buf[pos] << 8 | buf[pos + 1]
-                        if size < 0x8000:
-                            stop = pos + 2 + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                            s5_name = buf[pos + 2 : stop].decode()
-                            pos = stop
-                        else:
-                            s5_name, pos = _wire.read_string(buf, pos)
-                            if s5_name is None:
-                                raise _wire.null_error("name", pos)
-                        n, pos = _wire.read_array_count(buf, pos)
-                        if n < 0:
-                            raise _wire.null_error("partitions", pos)
-                        else:
-                            stop = pos + 4 * n
-                            if n < 32 and stop <= buflen:
-                                s5_partitions = [*_A_i[n].unpack_from(buf, pos)]
-                                pos = stop
-                            else:
-                                s5_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        o5 = _new(_C_Request__AlterReplicaLogDirTopic)
-                        o5.name = s5_name
-                        o5.partitions = s5_partitions
-                        o5._unknown_tags = _NO_TAGS
-                        add4(o5)
-                o3 = _new(_C_Request__AlterReplicaLogDir)
-                o3.path = s3_path
-                o3.topics = s3_topics
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(AlterReplicaLogDirsRequest)
-        o1.dirs = s1_dirs
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterReplicaLogDirsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_AlterReplicaLogDirsRequest_0(out: bytearray, o: AlterReplicaLogDirsRequest) -> None:
     x: Any
     item: Any
@@ -198,131 +126,6 @@ def _w_AlterReplicaLogDirsRequest_0(out: bytearray, o: AlterReplicaLogDirsReques
                 _w_AlterReplicaLogDirsRequest__AlterReplicaLogDir_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write AlterReplicaLogDirsRequest: {exc}") from None
-
-
-def _r_AlterReplicaLogDirsRequest_1(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsRequest, int]:
-    s1_dirs: list[Any]
-    s3_topics: list[Any]
-    s5_partitions: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u5: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("dirs", pos)
-        else:
-            s1_dirs = _wire.KeyedList()
-            add2 = s1_dirs.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_path = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_path, pos = _wire.read_compact_text(buf, pos, "path")
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("topics", pos)
-                else:
-                    s3_topics = _wire.KeyedList()
-                    add4 = s3_topics.append
-                    for _ in range(n):
-                        size = buf[pos]
-                        if 0 < size < 0x80:
-                            stop = pos + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = buf[pos + 1 : stop].decode()
-                            pos = stop
-                        else:
-                            s5_name, pos = _wire.read_compact_text(buf, pos, "name")
-                        c = buf[pos]
-                        if c == 1:  # empty (offline replicas, mostly): no unpack
-                            s5_partitions = []
-                            pos += 1
-                        elif 0 < c <= 32:
-                            s5_partitions = [*_K_i[c].unpack_from(buf, pos)]
-                            pos += 4 * c - 3
-                        else:
-                            n = buf[pos] - 1
-                            if n < 0x7F:
-                                pos += 1
-                            else:
-                                n, pos = _wire.read_compact_array_count(buf, pos)
-                            if n < 0:
-                                raise _wire.null_error("partitions", pos)
-                            else:
-                                stop = pos + 4 * n
-                                if n < 32 and stop <= buflen:
-                                    s5_partitions = [*_A_i[n].unpack_from(buf, pos)]
-                                    pos = stop
-                                else:
-                                    s5_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        u5 = _NO_TAGS
-                        if buf[pos] == 0:
-                            pos += 1
-                        else:
-                            count5, pos = _wire.read_tag_count(buf, pos)
-                            seen5: list[tuple[int, bytes]] = []
-                            for _ in range(count5):
-                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                seen5.append((tag5, bytes(buf[pos:end5])))
-                                pos = end5
-                            if seen5:
-                                u5 = tuple(seen5)
-                        o5 = _new(_C_Request__AlterReplicaLogDirTopic)
-                        o5.name = s5_name
-                        o5.partitions = s5_partitions
-                        o5._unknown_tags = u5
-                        add4(o5)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__AlterReplicaLogDir)
-                o3.path = s3_path
-                o3.topics = s3_topics
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(AlterReplicaLogDirsRequest)
-        o1.dirs = s1_dirs
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterReplicaLogDirsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_AlterReplicaLogDirsRequest_1(out: bytearray, o: AlterReplicaLogDirsRequest) -> None:
@@ -531,22 +334,6 @@ def _r_AlterReplicaLogDirsResponse_0(buf: Any, pos: int) -> tuple[AlterReplicaLo
     return o1, pos
 
 
-def _w_AlterReplicaLogDirsResponse_0(out: bytearray, o: AlterReplicaLogDirsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AlterReplicaLogDirsResponse: {exc}") from None
-
-
 def _r_AlterReplicaLogDirsResponse_1(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsResponse, int]:
     s1_results: list[Any]
     s3_partitions: list[Any]
@@ -660,109 +447,6 @@ def _r_AlterReplicaLogDirsResponse_1(buf: Any, pos: int) -> tuple[AlterReplicaLo
     return o1, pos
 
 
-def _w_AlterReplicaLogDirsResponse_1(out: bytearray, o: AlterReplicaLogDirsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AlterReplicaLogDirsResponse: {exc}") from None
-
-
-def _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_0(
-    out: bytearray,
-    o: AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult,
-) -> None:
-    try:
-        out += _F_ih.pack(o.partition_index, o.error_code)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AlterReplicaLogDirPartitionResult: {exc}") from None
-
-
-def _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_1(
-    out: bytearray,
-    o: AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult,
-) -> None:
-    try:
-        out += _F_ih.pack(o.partition_index, o.error_code)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AlterReplicaLogDirPartitionResult: {exc}") from None
-
-
-def _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_0(
-    out: bytearray,
-    o: AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic_name
-        if x is None:
-            raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AlterReplicaLogDirTopicResult: {exc}") from None
-
-
-def _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_1(
-    out: bytearray,
-    o: AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic_name
-        if x is None:
-            raise EncodeError("field topic_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AlterReplicaLogDirTopicResult: {exc}") from None
-
-
 _C_Request__AlterReplicaLogDirTopic = AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic
 _C_Request__AlterReplicaLogDir = AlterReplicaLogDirsRequest.AlterReplicaLogDir
 
@@ -797,11 +481,7 @@ _C_Request__AlterReplicaLogDir._FIELDS = (
         False,
     ),
 )
-AlterReplicaLogDirsRequest._READERS = {
-    0: _r_AlterReplicaLogDirsRequest_0,
-    1: _r_AlterReplicaLogDirsRequest_0,
-    2: _r_AlterReplicaLogDirsRequest_1,
-}
+AlterReplicaLogDirsRequest._READERS = codec_path.broker_side(AlterReplicaLogDirsRequest, '_READERS')
 AlterReplicaLogDirsRequest._WRITERS = {
     0: _w_AlterReplicaLogDirsRequest_0,
     1: _w_AlterReplicaLogDirsRequest_0,
@@ -895,11 +575,7 @@ AlterReplicaLogDirsResponse._READERS = {
     1: _r_AlterReplicaLogDirsResponse_0,
     2: _r_AlterReplicaLogDirsResponse_1,
 }
-AlterReplicaLogDirsResponse._WRITERS = {
-    0: _w_AlterReplicaLogDirsResponse_0,
-    1: _w_AlterReplicaLogDirsResponse_0,
-    2: _w_AlterReplicaLogDirsResponse_1,
-}
+AlterReplicaLogDirsResponse._WRITERS = codec_path.broker_side(AlterReplicaLogDirsResponse, '_WRITERS')
 _N_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_0 = (
     _C_Response__AlterReplicaLogDirPartitionResult,
     False,

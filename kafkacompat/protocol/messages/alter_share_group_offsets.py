@@ -14,10 +14,8 @@ __all__ = ['AlterShareGroupOffsetsRequest', 'AlterShareGroupOffsetsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
-_F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _F_iq = struct.Struct(">iq")
-_F_iqB = struct.Struct(">iqB")
 _NO_TAGS = _wire.EMPTY_TAGS
 _UUID = uuid.UUID
 _UUID_SAFE = uuid.SafeUUID.unknown
@@ -131,126 +129,6 @@ class AlterShareGroupOffsetsResponse(KafkaMessage):
 
 
 AlterShareGroupOffsetsRequest.RESPONSE_CLASS = AlterShareGroupOffsetsResponse
-
-
-def _r_AlterShareGroupOffsetsRequest_0(buf: Any, pos: int) -> tuple[AlterShareGroupOffsetsRequest, int]:
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u6: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = _wire.KeyedList()
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop5 = pos + 13 * n
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    if stop5 <= buflen:
-                        for (s5_partition_index, s5_start_offset, t5,) in _F_iqB.iter_unpack(buf[pos:stop5]):
-                            if t5:
-                                break
-                            o5 = _new(_C_Request__AlterShareGroupOffsetsRequestPartition)
-                            o5.partition_index = s5_partition_index
-                            o5.start_offset = s5_start_offset
-                            o5._unknown_tags = _NO_TAGS
-                            add4(o5)
-                        else:
-                            pos = stop5
-                            stop5 = -1
-                    if stop5 >= 0:  # some element carries tags, or the data is short
-                        s3_partitions = []
-                        add4 = s3_partitions.append
-                        for _ in range(n):
-                            (s6_partition_index, s6_start_offset, t6,) = _F_iqB.unpack_from(buf, pos)
-                            pos += 13
-                            u6 = _NO_TAGS
-                            if t6:
-                                pos -= 1
-                                count6, pos = _wire.read_tag_count(buf, pos)
-                                seen6: list[tuple[int, bytes]] = []
-                                for _ in range(count6):
-                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    seen6.append((tag6, bytes(buf[pos:end6])))
-                                    pos = end6
-                                if seen6:
-                                    u6 = tuple(seen6)
-                            o6 = _new(_C_Request__AlterShareGroupOffsetsRequestPartition)
-                            o6.partition_index = s6_partition_index
-                            o6.start_offset = s6_start_offset
-                            o6._unknown_tags = u6
-                            add4(o6)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__AlterShareGroupOffsetsRequestTopic)
-                o3.topic_name = s3_topic_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(AlterShareGroupOffsetsRequest)
-        o1.group_id = s1_group_id
-        o1.topics = s1_topics
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterShareGroupOffsetsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_AlterShareGroupOffsetsRequest_0(out: bytearray, o: AlterShareGroupOffsetsRequest) -> None:
@@ -465,94 +343,6 @@ def _r_AlterShareGroupOffsetsResponse_0(buf: Any, pos: int) -> tuple[AlterShareG
     return o1, pos
 
 
-def _w_AlterShareGroupOffsetsResponse_0(out: bytearray, o: AlterShareGroupOffsetsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.responses
-        if x is None:
-            raise EncodeError("field responses is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_AlterShareGroupOffsetsResponse__AlterShareGroupOffsetsResponseTopic_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AlterShareGroupOffsetsResponse: {exc}") from None
-
-
-def _w_AlterShareGroupOffsetsResponse__AlterShareGroupOffsetsResponsePartition_0(
-    out: bytearray,
-    o: AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition,
-) -> None:
-    x: Any
-    try:
-        out += _F_ih.pack(o.partition_index, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AlterShareGroupOffsetsResponsePartition: {exc}") from None
-
-
-def _w_AlterShareGroupOffsetsResponse__AlterShareGroupOffsetsResponseTopic_0(
-    out: bytearray,
-    o: AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic_name
-        if x is None:
-            raise EncodeError("field topic_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.topic_id
-        _wire.write_uuid(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_AlterShareGroupOffsetsResponse__AlterShareGroupOffsetsResponsePartition_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AlterShareGroupOffsetsResponseTopic: {exc}") from None
-
-
 _C_Request__AlterShareGroupOffsetsRequestPartition = (
     AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition
 )
@@ -592,7 +382,7 @@ _C_Request__AlterShareGroupOffsetsRequestTopic._FIELDS = (
         False,
     ),
 )
-AlterShareGroupOffsetsRequest._READERS = {0: _r_AlterShareGroupOffsetsRequest_0}
+AlterShareGroupOffsetsRequest._READERS = codec_path.broker_side(AlterShareGroupOffsetsRequest, '_READERS')
 AlterShareGroupOffsetsRequest._WRITERS = {0: _w_AlterShareGroupOffsetsRequest_0}
 _N_AlterShareGroupOffsetsRequest__AlterShareGroupOffsetsRequestPartition_0 = (
     _C_Request__AlterShareGroupOffsetsRequestPartition,
@@ -687,7 +477,7 @@ _C_Response__AlterShareGroupOffsetsResponseTopic._FIELDS = (
     ),
 )
 AlterShareGroupOffsetsResponse._READERS = {0: _r_AlterShareGroupOffsetsResponse_0}
-AlterShareGroupOffsetsResponse._WRITERS = {0: _w_AlterShareGroupOffsetsResponse_0}
+AlterShareGroupOffsetsResponse._WRITERS = codec_path.broker_side(AlterShareGroupOffsetsResponse, '_WRITERS')
 _N_AlterShareGroupOffsetsResponse__AlterShareGroupOffsetsResponsePartition_0 = (
     _C_Response__AlterShareGroupOffsetsResponsePartition,
     True,

@@ -14,9 +14,7 @@ __all__ = ['AlterUserScramCredentialsRequest', 'AlterUserScramCredentialsRespons
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_b = struct.Struct(">b")
-_F_bB = struct.Struct(">bB")
 _F_bi = struct.Struct(">bi")
-_F_h = struct.Struct(">h")
 _F_hB = struct.Struct(">hB")
 _F_i = struct.Struct(">i")
 _NO_TAGS = _wire.EMPTY_TAGS
@@ -102,121 +100,6 @@ class AlterUserScramCredentialsResponse(KafkaMessage):
 
 
 AlterUserScramCredentialsRequest.RESPONSE_CLASS = AlterUserScramCredentialsResponse
-
-
-def _r_AlterUserScramCredentialsRequest_0(buf: Any, pos: int) -> tuple[AlterUserScramCredentialsRequest, int]:
-    s1_deletions: list[Any]
-    s1_upsertions: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u5: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("deletions", pos)
-        else:
-            s1_deletions = []
-            add2 = s1_deletions.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (s3_mechanism, t3,) = _F_bB.unpack_from(buf, pos)
-                pos += 2
-                u3 = _NO_TAGS
-                if t3:
-                    pos -= 1
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__ScramCredentialDeletion)
-                o3.name = s3_name
-                o3.mechanism = s3_mechanism
-                o3._unknown_tags = u3
-                add2(o3)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("upsertions", pos)
-        else:
-            s1_upsertions = []
-            add4 = s1_upsertions.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s5_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s5_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (s5_mechanism, s5_iterations,) = _F_bi.unpack_from(buf, pos)
-                pos += 5
-                s5_salt, pos = _wire.read_compact_bytes(buf, pos)
-                if s5_salt is None:
-                    raise _wire.null_error("salt", pos)
-                s5_salted_password, pos = _wire.read_compact_bytes(buf, pos)
-                if s5_salted_password is None:
-                    raise _wire.null_error("salted_password", pos)
-                u5 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count5, pos = _wire.read_tag_count(buf, pos)
-                    seen5: list[tuple[int, bytes]] = []
-                    for _ in range(count5):
-                        tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                        seen5.append((tag5, bytes(buf[pos:end5])))
-                        pos = end5
-                    if seen5:
-                        u5 = tuple(seen5)
-                o5 = _new(_C_Request__ScramCredentialUpsertion)
-                o5.name = s5_name
-                o5.mechanism = s5_mechanism
-                o5.iterations = s5_iterations
-                o5.salt = s5_salt
-                o5.salted_password = s5_salted_password
-                o5._unknown_tags = u5
-                add4(o5)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(AlterUserScramCredentialsRequest)
-        o1.deletions = s1_deletions
-        o1.upsertions = s1_upsertions
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterUserScramCredentialsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_AlterUserScramCredentialsRequest_0(out: bytearray, o: AlterUserScramCredentialsRequest) -> None:
@@ -391,60 +274,6 @@ def _r_AlterUserScramCredentialsResponse_0(
     return o1, pos
 
 
-def _w_AlterUserScramCredentialsResponse_0(out: bytearray, o: AlterUserScramCredentialsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_AlterUserScramCredentialsResponse__AlterUserScramCredentialsResult_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AlterUserScramCredentialsResponse: {exc}") from None
-
-
-def _w_AlterUserScramCredentialsResponse__AlterUserScramCredentialsResult_0(
-    out: bytearray,
-    o: AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult,
-) -> None:
-    x: Any
-    try:
-        x = o.user
-        if x is None:
-            raise EncodeError("field user is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AlterUserScramCredentialsResult: {exc}") from None
-
-
 _C_Request__ScramCredentialDeletion = AlterUserScramCredentialsRequest.ScramCredentialDeletion
 _C_Request__ScramCredentialUpsertion = AlterUserScramCredentialsRequest.ScramCredentialUpsertion
 
@@ -483,7 +312,10 @@ _C_Request__ScramCredentialUpsertion._FIELDS = (
     FieldInfo('salt', 'bytes', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo('salted_password', 'bytes', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
-AlterUserScramCredentialsRequest._READERS = {0: _r_AlterUserScramCredentialsRequest_0}
+AlterUserScramCredentialsRequest._READERS = codec_path.broker_side(
+    AlterUserScramCredentialsRequest,
+    '_READERS',
+)
 AlterUserScramCredentialsRequest._WRITERS = {0: _w_AlterUserScramCredentialsRequest_0}
 _N_AlterUserScramCredentialsRequest__ScramCredentialDeletion_0 = (
     _C_Request__ScramCredentialDeletion,
@@ -551,7 +383,10 @@ _C_Response__AlterUserScramCredentialsResult._FIELDS = (
     ),
 )
 AlterUserScramCredentialsResponse._READERS = {0: _r_AlterUserScramCredentialsResponse_0}
-AlterUserScramCredentialsResponse._WRITERS = {0: _w_AlterUserScramCredentialsResponse_0}
+AlterUserScramCredentialsResponse._WRITERS = codec_path.broker_side(
+    AlterUserScramCredentialsResponse,
+    '_WRITERS',
+)
 _N_AlterUserScramCredentialsResponse__AlterUserScramCredentialsResult_0 = (
     _C_Response__AlterUserScramCredentialsResult,
     True,

@@ -15,12 +15,10 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
 _F_h = struct.Struct(">h")
-_F_hh = struct.Struct(">hh")
 _F_hhB = struct.Struct(">hhB")
 _F_hhh = struct.Struct(">hhh")
 _F_hhhB = struct.Struct(">hhhB")
 _F_i = struct.Struct(">i")
-_F_iB = struct.Struct(">iB")
 _F_q = struct.Struct(">q")
 _NO_TAGS = _wire.EMPTY_TAGS
 
@@ -131,66 +129,8 @@ class ApiVersionsResponse(KafkaMessage):
 ApiVersionsRequest.RESPONSE_CLASS = ApiVersionsResponse
 
 
-def _r_ApiVersionsRequest_0(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
-    try:
-        o1 = _new(ApiVersionsRequest)
-        o1.client_software_name = ""
-        o1.client_software_version = ""
-        o1.cluster_id = None
-        o1.node_id = -1
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ApiVersionsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_ApiVersionsRequest_0(out: bytearray, o: ApiVersionsRequest) -> None:
     return
-
-
-def _r_ApiVersionsRequest_1(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_client_software_name = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_client_software_name, pos = _wire.read_compact_text(buf, pos, "client_software_name")
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_client_software_version = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_client_software_version, pos = _wire.read_compact_text(buf, pos, "client_software_version")
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(ApiVersionsRequest)
-        o1.client_software_name = s1_client_software_name
-        o1.client_software_version = s1_client_software_version
-        o1.cluster_id = None
-        o1.node_id = -1
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ApiVersionsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_ApiVersionsRequest_1(out: bytearray, o: ApiVersionsRequest) -> None:
@@ -220,65 +160,6 @@ def _w_ApiVersionsRequest_1(out: bytearray, o: ApiVersionsRequest) -> None:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write ApiVersionsRequest: {exc}") from None
-
-
-def _r_ApiVersionsRequest_2(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
-    s1_cluster_id: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_client_software_name = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_client_software_name, pos = _wire.read_compact_text(buf, pos, "client_software_name")
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_client_software_version = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_client_software_version, pos = _wire.read_compact_text(buf, pos, "client_software_version")
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_cluster_id = None
-            pos += 1
-        else:
-            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        (s1_node_id, t1,) = _F_iB.unpack_from(buf, pos)
-        pos += 5
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(ApiVersionsRequest)
-        o1.client_software_name = s1_client_software_name
-        o1.client_software_version = s1_client_software_version
-        o1.cluster_id = s1_cluster_id
-        o1.node_id = s1_node_id
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ApiVersionsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_ApiVersionsRequest_2(out: bytearray, o: ApiVersionsRequest) -> None:
@@ -368,22 +249,6 @@ def _r_ApiVersionsResponse_0(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
     return o1, pos
 
 
-def _w_ApiVersionsResponse_0(out: bytearray, o: ApiVersionsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.api_keys
-        if x is None:
-            raise EncodeError("field api_keys is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_ApiVersionsResponse__ApiVersion_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ApiVersionsResponse: {exc}") from None
-
-
 def _r_ApiVersionsResponse_1(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
     s1_api_keys: list[Any]
     try:
@@ -434,23 +299,6 @@ def _r_ApiVersionsResponse_1(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ApiVersionsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_ApiVersionsResponse_1(out: bytearray, o: ApiVersionsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.api_keys
-        if x is None:
-            raise EncodeError("field api_keys is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_ApiVersionsResponse__ApiVersion_0(out, item)
-        out += _F_i.pack(o.throttle_time_ms)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ApiVersionsResponse: {exc}") from None
 
 
 def _r_ApiVersionsResponse_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
@@ -657,133 +505,6 @@ def _r_ApiVersionsResponse_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
     return o1, pos
 
 
-def _w_ApiVersionsResponse_2(out: bytearray, o: ApiVersionsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.api_keys
-        if x is None:
-            raise EncodeError("field api_keys is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_ApiVersionsResponse__ApiVersion_1(out, item)
-        out += _F_i.pack(o.throttle_time_ms)
-        tags: list[tuple[int, bytearray]] = []
-        if o.supported_features:
-            t = bytearray()
-            x = o.supported_features
-            if x is None:
-                raise EncodeError("field supported_features is None but not nullable at this version")
-            else:
-                if len(x) < 0x7F:
-                    t.append(len(x) + 1)
-                else:
-                    t += _wire.uvarint(len(x) + 1)
-                for item in x:
-                    _w_ApiVersionsResponse__SupportedFeatureKey_0(t, item)
-            tags.append((0, t))
-        if o.finalized_features_epoch != -1:
-            t = bytearray()
-            x = o.finalized_features_epoch
-            t += _F_q.pack(x)
-            tags.append((1, t))
-        if o.finalized_features:
-            t = bytearray()
-            x = o.finalized_features
-            if x is None:
-                raise EncodeError("field finalized_features is None but not nullable at this version")
-            else:
-                if len(x) < 0x7F:
-                    t.append(len(x) + 1)
-                else:
-                    t += _wire.uvarint(len(x) + 1)
-                for item in x:
-                    _w_ApiVersionsResponse__FinalizedFeatureKey_0(t, item)
-            tags.append((2, t))
-        if o.zk_migration_ready:
-            t = bytearray()
-            x = o.zk_migration_ready
-            t += _F_o.pack(x)
-            tags.append((3, t))
-        if tags or o._unknown_tags:
-            _wire.write_tagged_fields(out, tags, o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ApiVersionsResponse: {exc}") from None
-
-
-def _w_ApiVersionsResponse__ApiVersion_0(out: bytearray, o: ApiVersionsResponse.ApiVersion) -> None:
-    try:
-        out += _F_hhh.pack(o.api_key, o.min_version, o.max_version)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ApiVersion: {exc}") from None
-
-
-def _w_ApiVersionsResponse__ApiVersion_1(out: bytearray, o: ApiVersionsResponse.ApiVersion) -> None:
-    try:
-        out += _F_hhh.pack(o.api_key, o.min_version, o.max_version)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ApiVersion: {exc}") from None
-
-
-def _w_ApiVersionsResponse__SupportedFeatureKey_0(
-    out: bytearray,
-    o: ApiVersionsResponse.SupportedFeatureKey,
-) -> None:
-    x: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_hh.pack(o.min_version, o.max_version)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write SupportedFeatureKey: {exc}") from None
-
-
-def _w_ApiVersionsResponse__FinalizedFeatureKey_0(
-    out: bytearray,
-    o: ApiVersionsResponse.FinalizedFeatureKey,
-) -> None:
-    x: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_hh.pack(o.max_version_level, o.min_version_level)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write FinalizedFeatureKey: {exc}") from None
-
-
 
 ApiVersionsRequest._FIELDS = (
     FieldInfo('client_software_name', 'string', None, False, VersionRange(3, 5), _NONE, _NONE, None, True),
@@ -801,14 +522,7 @@ ApiVersionsRequest._FIELDS = (
     ),
     FieldInfo('node_id', 'int32', None, False, VersionRange(5, 5), _NONE, _NONE, None, True),
 )
-ApiVersionsRequest._READERS = {
-    0: _r_ApiVersionsRequest_0,
-    1: _r_ApiVersionsRequest_0,
-    2: _r_ApiVersionsRequest_0,
-    3: _r_ApiVersionsRequest_1,
-    4: _r_ApiVersionsRequest_1,
-    5: _r_ApiVersionsRequest_2,
-}
+ApiVersionsRequest._READERS = codec_path.broker_side(ApiVersionsRequest, '_READERS')
 ApiVersionsRequest._WRITERS = {
     0: _w_ApiVersionsRequest_0,
     1: _w_ApiVersionsRequest_0,
@@ -943,14 +657,7 @@ ApiVersionsResponse._READERS = {
     4: _r_ApiVersionsResponse_2,
     5: _r_ApiVersionsResponse_2,
 }
-ApiVersionsResponse._WRITERS = {
-    0: _w_ApiVersionsResponse_0,
-    1: _w_ApiVersionsResponse_1,
-    2: _w_ApiVersionsResponse_1,
-    3: _w_ApiVersionsResponse_2,
-    4: _w_ApiVersionsResponse_2,
-    5: _w_ApiVersionsResponse_2,
-}
+ApiVersionsResponse._WRITERS = codec_path.broker_side(ApiVersionsResponse, '_WRITERS')
 _N_ApiVersionsResponse__ApiVersion_0 = (
     _C_Response__ApiVersion,
     False,

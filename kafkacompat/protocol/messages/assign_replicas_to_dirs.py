@@ -15,7 +15,6 @@ __all__ = ['AssignReplicasToDirsRequest', 'AssignReplicasToDirsResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
-_F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _F_iq = struct.Struct(">iq")
@@ -144,153 +143,6 @@ class AssignReplicasToDirsResponse(KafkaMessage):
 
 
 AssignReplicasToDirsRequest.RESPONSE_CLASS = AssignReplicasToDirsResponse
-
-
-def _r_AssignReplicasToDirsRequest_0(buf: Any, pos: int) -> tuple[AssignReplicasToDirsRequest, int]:
-    s1_directories: list[Any]
-    s3_topics: list[Any]
-    s5_partitions: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u5: tuple[tuple[int, bytes], ...]
-    u8: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
-        pos += 12
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("directories", pos)
-        else:
-            s1_directories = []
-            add2 = s1_directories.append
-            for _ in range(n):
-                stop = pos + 16
-                if stop > buflen:
-                    raise DecodeError("uuid runs past the end of the data", offset=pos)
-                s3_id = _new(_UUID)
-                _set(s3_id, "int", _from_bytes(buf[pos:stop]))
-                _set(s3_id, "is_safe", _UUID_SAFE)
-                pos = stop
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("topics", pos)
-                else:
-                    s3_topics = []
-                    add4 = s3_topics.append
-                    for _ in range(n):
-                        stop = pos + 16
-                        if stop > buflen:
-                            raise DecodeError("uuid runs past the end of the data", offset=pos)
-                        s5_topic_id = _new(_UUID)
-                        _set(s5_topic_id, "int", _from_bytes(buf[pos:stop]))
-                        _set(s5_topic_id, "is_safe", _UUID_SAFE)
-                        pos = stop
-                        n = buf[pos] - 1
-                        if n < 0x7F:
-                            pos += 1
-                        else:
-                            n, pos = _wire.read_compact_array_count(buf, pos)
-                        if n < 0:
-                            raise _wire.null_error("partitions", pos)
-                        else:
-                            stop7 = pos + 5 * n
-                            s5_partitions = []
-                            add6 = s5_partitions.append
-                            if stop7 <= buflen:
-                                for (s7_partition_index, t7,) in _F_iB.iter_unpack(buf[pos:stop7]):
-                                    if t7:
-                                        break
-                                    o7 = _new(_C_Request__PartitionData)
-                                    o7.partition_index = s7_partition_index
-                                    o7._unknown_tags = _NO_TAGS
-                                    add6(o7)
-                                else:
-                                    pos = stop7
-                                    stop7 = -1
-                            if stop7 >= 0:  # some element carries tags, or the data is short
-                                s5_partitions = []
-                                add6 = s5_partitions.append
-                                for _ in range(n):
-                                    (s8_partition_index, t8,) = _F_iB.unpack_from(buf, pos)
-                                    pos += 5
-                                    u8 = _NO_TAGS
-                                    if t8:
-                                        pos -= 1
-                                        count8, pos = _wire.read_tag_count(buf, pos)
-                                        seen8: list[tuple[int, bytes]] = []
-                                        for _ in range(count8):
-                                            tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                            seen8.append((tag8, bytes(buf[pos:end8])))
-                                            pos = end8
-                                        if seen8:
-                                            u8 = tuple(seen8)
-                                    o8 = _new(_C_Request__PartitionData)
-                                    o8.partition_index = s8_partition_index
-                                    o8._unknown_tags = u8
-                                    add6(o8)
-                        u5 = _NO_TAGS
-                        if buf[pos] == 0:
-                            pos += 1
-                        else:
-                            count5, pos = _wire.read_tag_count(buf, pos)
-                            seen5: list[tuple[int, bytes]] = []
-                            for _ in range(count5):
-                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                seen5.append((tag5, bytes(buf[pos:end5])))
-                                pos = end5
-                            if seen5:
-                                u5 = tuple(seen5)
-                        o5 = _new(_C_Request__TopicData)
-                        o5.topic_id = s5_topic_id
-                        o5.partitions = s5_partitions
-                        o5._unknown_tags = u5
-                        add4(o5)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__DirectoryData)
-                o3.id = s3_id
-                o3.topics = s3_topics
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(AssignReplicasToDirsRequest)
-        o1.broker_id = s1_broker_id
-        o1.broker_epoch = s1_broker_epoch
-        o1.directories = s1_directories
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AssignReplicasToDirsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_AssignReplicasToDirsRequest_0(out: bytearray, o: AssignReplicasToDirsRequest) -> None:
@@ -537,97 +389,6 @@ def _r_AssignReplicasToDirsResponse_0(buf: Any, pos: int) -> tuple[AssignReplica
     return o1, pos
 
 
-def _w_AssignReplicasToDirsResponse_0(out: bytearray, o: AssignReplicasToDirsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.directories
-        if x is None:
-            raise EncodeError("field directories is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_AssignReplicasToDirsResponse__DirectoryData_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AssignReplicasToDirsResponse: {exc}") from None
-
-
-def _w_AssignReplicasToDirsResponse__PartitionData_0(
-    out: bytearray,
-    o: AssignReplicasToDirsResponse.PartitionData,
-) -> None:
-    try:
-        out += _F_ih.pack(o.partition_index, o.error_code)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write PartitionData: {exc}") from None
-
-
-def _w_AssignReplicasToDirsResponse__TopicData_0(
-    out: bytearray,
-    o: AssignReplicasToDirsResponse.TopicData,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic_id
-        _wire.write_uuid(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_AssignReplicasToDirsResponse__PartitionData_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write TopicData: {exc}") from None
-
-
-def _w_AssignReplicasToDirsResponse__DirectoryData_0(
-    out: bytearray,
-    o: AssignReplicasToDirsResponse.DirectoryData,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.id
-        _wire.write_uuid(out, x)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_AssignReplicasToDirsResponse__TopicData_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DirectoryData: {exc}") from None
-
-
 _C_Request__PartitionData = AssignReplicasToDirsRequest.PartitionData
 _C_Request__TopicData = AssignReplicasToDirsRequest.TopicData
 _C_Request__DirectoryData = AssignReplicasToDirsRequest.DirectoryData
@@ -678,7 +439,7 @@ _C_Request__DirectoryData._FIELDS = (
         False,
     ),
 )
-AssignReplicasToDirsRequest._READERS = {0: _r_AssignReplicasToDirsRequest_0}
+AssignReplicasToDirsRequest._READERS = codec_path.broker_side(AssignReplicasToDirsRequest, '_READERS')
 AssignReplicasToDirsRequest._WRITERS = {0: _w_AssignReplicasToDirsRequest_0}
 _N_AssignReplicasToDirsRequest__PartitionData_0 = (
     _C_Request__PartitionData,
@@ -766,7 +527,7 @@ _C_Response__DirectoryData._FIELDS = (
     ),
 )
 AssignReplicasToDirsResponse._READERS = {0: _r_AssignReplicasToDirsResponse_0}
-AssignReplicasToDirsResponse._WRITERS = {0: _w_AssignReplicasToDirsResponse_0}
+AssignReplicasToDirsResponse._WRITERS = codec_path.broker_side(AssignReplicasToDirsResponse, '_WRITERS')
 _N_AssignReplicasToDirsResponse__PartitionData_0 = (
     _C_Response__PartitionData,
     True,

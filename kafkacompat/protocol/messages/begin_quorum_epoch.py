@@ -22,13 +22,8 @@ _F_iB = struct.Struct(">iB")
 _F_ihii = struct.Struct(">ihii")
 _F_ihiiB = struct.Struct(">ihiiB")
 _F_ii = struct.Struct(">ii")
-_F_iiB = struct.Struct(">iiB")
 _F_iii = struct.Struct(">iii")
 _NO_TAGS = _wire.EMPTY_TAGS
-_UUID = uuid.UUID
-_UUID_SAFE = uuid.SafeUUID.unknown
-_set = object.__setattr__
-_from_bytes = int.from_bytes
 
 
 class BeginQuorumEpochRequest(KafkaRequest['BeginQuorumEpochResponse']):
@@ -166,95 +161,6 @@ class BeginQuorumEpochResponse(KafkaMessage):
 BeginQuorumEpochRequest.RESPONSE_CLASS = BeginQuorumEpochResponse
 
 
-def _r_BeginQuorumEpochRequest_0(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest, int]:
-    s1_cluster_id: str | None
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    try:
-        buflen = len(buf)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_cluster_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_cluster_id, pos = _wire.read_string(buf, pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_topic_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_topic_name, pos = _wire.read_string(buf, pos)
-                    if s3_topic_name is None:
-                        raise _wire.null_error("topic_name", pos)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop5 = pos + 12 * n
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_leader_id,
-                            s5_leader_epoch,
-                        ) in _F_iii.iter_unpack(buf[pos:stop5]):
-                            o5 = _new(_C_Request__PartitionData)
-                            o5.partition_index = s5_partition_index
-                            o5.leader_id = s5_leader_id
-                            o5.leader_epoch = s5_leader_epoch
-                            o5.voter_directory_id = _wire.ZERO_UUID
-                            o5._unknown_tags = _NO_TAGS
-                            add4(o5)
-                        else:
-                            pos = stop5
-                            stop5 = -1
-                    if stop5 >= 0:  # some element carries tags, or the data is short
-                        s3_partitions = []
-                        add4 = s3_partitions.append
-                        for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_leader_id,
-                                s6_leader_epoch,
-                            ) = _F_iii.unpack_from(buf, pos)
-                            pos += 12
-                            o6 = _new(_C_Request__PartitionData)
-                            o6.partition_index = s6_partition_index
-                            o6.voter_directory_id = _wire.ZERO_UUID
-                            o6.leader_id = s6_leader_id
-                            o6.leader_epoch = s6_leader_epoch
-                            o6._unknown_tags = _NO_TAGS
-                            add4(o6)
-                o3 = _new(_C_Request__TopicData)
-                o3.topic_name = s3_topic_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(BeginQuorumEpochRequest)
-        o1.cluster_id = s1_cluster_id
-        o1.voter_id = -1
-        o1.topics = s1_topics
-        o1.leader_endpoints = _wire.KeyedList()
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read BeginQuorumEpochRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_BeginQuorumEpochRequest_0(out: bytearray, o: BeginQuorumEpochRequest) -> None:
     x: Any
     item: Any
@@ -270,179 +176,6 @@ def _w_BeginQuorumEpochRequest_0(out: bytearray, o: BeginQuorumEpochRequest) -> 
                 _w_BeginQuorumEpochRequest__TopicData_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write BeginQuorumEpochRequest: {exc}") from None
-
-
-def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest, int]:
-    s1_cluster_id: str | None
-    s1_leader_endpoints: list[Any]
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u5: tuple[tuple[int, bytes], ...]
-    u7: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_cluster_id = None
-            pos += 1
-        else:
-            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        (s1_voter_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    for _ in range(n):
-                        (s5_partition_index,) = _F_i.unpack_from(buf, pos)
-                        pos += 4
-                        stop = pos + 16
-                        if stop > buflen:
-                            raise DecodeError("uuid runs past the end of the data", offset=pos)
-                        s5_voter_directory_id = _new(_UUID)
-                        _set(s5_voter_directory_id, "int", _from_bytes(buf[pos:stop]))
-                        _set(s5_voter_directory_id, "is_safe", _UUID_SAFE)
-                        pos = stop
-                        (s5_leader_id, s5_leader_epoch, t5,) = _F_iiB.unpack_from(buf, pos)
-                        pos += 9
-                        u5 = _NO_TAGS
-                        if t5:
-                            pos -= 1
-                            count5, pos = _wire.read_tag_count(buf, pos)
-                            seen5: list[tuple[int, bytes]] = []
-                            for _ in range(count5):
-                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                seen5.append((tag5, bytes(buf[pos:end5])))
-                                pos = end5
-                            if seen5:
-                                u5 = tuple(seen5)
-                        o5 = _new(_C_Request__PartitionData)
-                        o5.partition_index = s5_partition_index
-                        o5.voter_directory_id = s5_voter_directory_id
-                        o5.leader_id = s5_leader_id
-                        o5.leader_epoch = s5_leader_epoch
-                        o5._unknown_tags = u5
-                        add4(o5)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__TopicData)
-                o3.topic_name = s3_topic_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("leader_endpoints", pos)
-        else:
-            s1_leader_endpoints = _wire.KeyedList()
-            add6 = s1_leader_endpoints.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s7_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s7_name, pos = _wire.read_compact_text(buf, pos, "name")
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s7_host = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s7_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (s7_port, t7,) = _F_HB.unpack_from(buf, pos)
-                pos += 3
-                u7 = _NO_TAGS
-                if t7:
-                    pos -= 1
-                    count7, pos = _wire.read_tag_count(buf, pos)
-                    seen7: list[tuple[int, bytes]] = []
-                    for _ in range(count7):
-                        tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                        seen7.append((tag7, bytes(buf[pos:end7])))
-                        pos = end7
-                    if seen7:
-                        u7 = tuple(seen7)
-                o7 = _new(_C_Request__LeaderEndpoint)
-                o7.name = s7_name
-                o7.host = s7_host
-                o7.port = s7_port
-                o7._unknown_tags = u7
-                add6(o7)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(BeginQuorumEpochRequest)
-        o1.cluster_id = s1_cluster_id
-        o1.voter_id = s1_voter_id
-        o1.topics = s1_topics
-        o1.leader_endpoints = s1_leader_endpoints
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read BeginQuorumEpochRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_BeginQuorumEpochRequest_1(out: bytearray, o: BeginQuorumEpochRequest) -> None:
@@ -678,26 +411,6 @@ def _r_BeginQuorumEpochResponse_0(buf: Any, pos: int) -> tuple[BeginQuorumEpochR
     return o1, pos
 
 
-def _w_BeginQuorumEpochResponse_0(out: bytearray, o: BeginQuorumEpochResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.node_endpoints:
-            raise EncodeError(
-                "field node_endpoints has a non-default value but does not exist at this version",
-            )
-        out += _F_h.pack(o.error_code)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_BeginQuorumEpochResponse__TopicData_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write BeginQuorumEpochResponse: {exc}") from None
-
-
 def _r_BeginQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochResponse, int]:
     s1_node_endpoints: list[Any]
     s1_topics: list[Any]
@@ -881,142 +594,6 @@ def _r_BeginQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochR
     return o1, pos
 
 
-def _w_BeginQuorumEpochResponse_1(out: bytearray, o: BeginQuorumEpochResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_BeginQuorumEpochResponse__TopicData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if o.node_endpoints:
-            t = bytearray()
-            x = o.node_endpoints
-            if x is None:
-                raise EncodeError("field node_endpoints is None but not nullable at this version")
-            else:
-                if len(x) < 0x7F:
-                    t.append(len(x) + 1)
-                else:
-                    t += _wire.uvarint(len(x) + 1)
-                for item in x:
-                    _w_BeginQuorumEpochResponse__NodeEndpoint_0(t, item)
-            tags.append((0, t))
-        if tags or o._unknown_tags:
-            _wire.write_tagged_fields(out, tags, o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write BeginQuorumEpochResponse: {exc}") from None
-
-
-def _w_BeginQuorumEpochResponse__PartitionData_0(
-    out: bytearray,
-    o: BeginQuorumEpochResponse.PartitionData,
-) -> None:
-    try:
-        out += _F_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write PartitionData: {exc}") from None
-
-
-def _w_BeginQuorumEpochResponse__PartitionData_1(
-    out: bytearray,
-    o: BeginQuorumEpochResponse.PartitionData,
-) -> None:
-    try:
-        out += _F_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write PartitionData: {exc}") from None
-
-
-def _w_BeginQuorumEpochResponse__TopicData_0(out: bytearray, o: BeginQuorumEpochResponse.TopicData) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic_name
-        if x is None:
-            raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_BeginQuorumEpochResponse__PartitionData_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write TopicData: {exc}") from None
-
-
-def _w_BeginQuorumEpochResponse__TopicData_1(out: bytearray, o: BeginQuorumEpochResponse.TopicData) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic_name
-        if x is None:
-            raise EncodeError("field topic_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_BeginQuorumEpochResponse__PartitionData_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write TopicData: {exc}") from None
-
-
-def _w_BeginQuorumEpochResponse__NodeEndpoint_0(
-    out: bytearray,
-    o: BeginQuorumEpochResponse.NodeEndpoint,
-) -> None:
-    x: Any
-    try:
-        out += _F_i.pack(o.node_id)
-        x = o.host
-        if x is None:
-            raise EncodeError("field host is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_H.pack(o.port)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write NodeEndpoint: {exc}") from None
-
-
 _C_Request__PartitionData = BeginQuorumEpochRequest.PartitionData
 _C_Request__TopicData = BeginQuorumEpochRequest.TopicData
 _C_Request__LeaderEndpoint = BeginQuorumEpochRequest.LeaderEndpoint
@@ -1082,7 +659,7 @@ _C_Request__LeaderEndpoint._FIELDS = (
     FieldInfo('host', 'string', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
     FieldInfo('port', 'uint16', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
 )
-BeginQuorumEpochRequest._READERS = {0: _r_BeginQuorumEpochRequest_0, 1: _r_BeginQuorumEpochRequest_1}
+BeginQuorumEpochRequest._READERS = codec_path.broker_side(BeginQuorumEpochRequest, '_READERS')
 BeginQuorumEpochRequest._WRITERS = {0: _w_BeginQuorumEpochRequest_0, 1: _w_BeginQuorumEpochRequest_1}
 _N_BeginQuorumEpochRequest__PartitionData_0 = (
     _C_Request__PartitionData,
@@ -1200,7 +777,7 @@ _C_Response__NodeEndpoint._FIELDS = (
     FieldInfo('port', 'uint16', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
 )
 BeginQuorumEpochResponse._READERS = {0: _r_BeginQuorumEpochResponse_0, 1: _r_BeginQuorumEpochResponse_1}
-BeginQuorumEpochResponse._WRITERS = {0: _w_BeginQuorumEpochResponse_0, 1: _w_BeginQuorumEpochResponse_1}
+BeginQuorumEpochResponse._WRITERS = codec_path.broker_side(BeginQuorumEpochResponse, '_WRITERS')
 _N_BeginQuorumEpochResponse__PartitionData_0 = (
     _C_Response__PartitionData,
     False,

@@ -14,10 +14,8 @@ __all__ = ['BrokerHeartbeatRequest', 'BrokerHeartbeatResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
-_F_ihooo = struct.Struct(">ih???")
 _F_ihoooB = struct.Struct(">ih???B")
 _F_iqqoo = struct.Struct(">iqq??")
-_F_iqqooB = struct.Struct(">iqq??B")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
@@ -88,43 +86,6 @@ class BrokerHeartbeatResponse(KafkaMessage):
 BrokerHeartbeatRequest.RESPONSE_CLASS = BrokerHeartbeatResponse
 
 
-def _r_BrokerHeartbeatRequest_0(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequest, int]:
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        (
-            s1_broker_id,
-            s1_broker_epoch,
-            s1_current_metadata_offset,
-            s1_want_fence,
-            s1_want_shut_down,
-            t1,
-        ) = _F_iqqooB.unpack_from(buf, pos)
-        pos += 23
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(BrokerHeartbeatRequest)
-        o1.broker_id = s1_broker_id
-        o1.broker_epoch = s1_broker_epoch
-        o1.current_metadata_offset = s1_current_metadata_offset
-        o1.want_fence = s1_want_fence
-        o1.want_shut_down = s1_want_shut_down
-        o1.offline_log_dirs = []
-        o1.cordoned_log_dirs = None
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read BrokerHeartbeatRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_BrokerHeartbeatRequest_0(out: bytearray, o: BrokerHeartbeatRequest) -> None:
     try:
         if o.offline_log_dirs:
@@ -148,66 +109,6 @@ def _w_BrokerHeartbeatRequest_0(out: bytearray, o: BrokerHeartbeatRequest) -> No
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write BrokerHeartbeatRequest: {exc}") from None
-
-
-def _r_BrokerHeartbeatRequest_1(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequest, int]:
-    item: Any
-    s1_offline_log_dirs: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        (
-            s1_broker_id,
-            s1_broker_epoch,
-            s1_current_metadata_offset,
-            s1_want_fence,
-            s1_want_shut_down,
-        ) = _F_iqqoo.unpack_from(buf, pos)
-        pos += 22
-        s1_offline_log_dirs = []
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                if tag1 == 0:
-                    n = buf[pos] - 1
-                    if n < 0x7F:
-                        pos += 1
-                    else:
-                        n, pos = _wire.read_compact_array_count(buf, pos)
-                    if n < 0:
-                        raise _wire.null_error("offline_log_dirs", pos)
-                    else:
-                        s1_offline_log_dirs = []
-                        add2 = s1_offline_log_dirs.append
-                        for _ in range(n):
-                            item, pos = _wire.read_uuid(buf, pos)
-                            add2(item)
-                    if pos != end1:
-                        raise DecodeError(
-                            f"tagged field 0 should end at byte {end1} but its value ends at {pos}",
-                            offset=pos,
-                        )
-                else:
-                    seen1.append((tag1, bytes(buf[pos:end1])))
-                    pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(BrokerHeartbeatRequest)
-        o1.broker_id = s1_broker_id
-        o1.broker_epoch = s1_broker_epoch
-        o1.current_metadata_offset = s1_current_metadata_offset
-        o1.want_fence = s1_want_fence
-        o1.want_shut_down = s1_want_shut_down
-        o1.offline_log_dirs = s1_offline_log_dirs
-        o1.cordoned_log_dirs = None
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read BrokerHeartbeatRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_BrokerHeartbeatRequest_1(out: bytearray, o: BrokerHeartbeatRequest) -> None:
@@ -245,87 +146,6 @@ def _w_BrokerHeartbeatRequest_1(out: bytearray, o: BrokerHeartbeatRequest) -> No
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write BrokerHeartbeatRequest: {exc}") from None
-
-
-def _r_BrokerHeartbeatRequest_2(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequest, int]:
-    item: Any
-    s1_cordoned_log_dirs: list[Any] | None
-    s1_offline_log_dirs: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        (
-            s1_broker_id,
-            s1_broker_epoch,
-            s1_current_metadata_offset,
-            s1_want_fence,
-            s1_want_shut_down,
-        ) = _F_iqqoo.unpack_from(buf, pos)
-        pos += 22
-        s1_offline_log_dirs = []
-        s1_cordoned_log_dirs = None
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                if tag1 == 0:
-                    n = buf[pos] - 1
-                    if n < 0x7F:
-                        pos += 1
-                    else:
-                        n, pos = _wire.read_compact_array_count(buf, pos)
-                    if n < 0:
-                        raise _wire.null_error("offline_log_dirs", pos)
-                    else:
-                        s1_offline_log_dirs = []
-                        add2 = s1_offline_log_dirs.append
-                        for _ in range(n):
-                            item, pos = _wire.read_uuid(buf, pos)
-                            add2(item)
-                    if pos != end1:
-                        raise DecodeError(
-                            f"tagged field 0 should end at byte {end1} but its value ends at {pos}",
-                            offset=pos,
-                        )
-                elif tag1 == 1:
-                    n = buf[pos] - 1
-                    if n < 0x7F:
-                        pos += 1
-                    else:
-                        n, pos = _wire.read_compact_array_count(buf, pos)
-                    if n < 0:
-                        s1_cordoned_log_dirs = None
-                    else:
-                        s1_cordoned_log_dirs = []
-                        add3 = s1_cordoned_log_dirs.append
-                        for _ in range(n):
-                            item, pos = _wire.read_uuid(buf, pos)
-                            add3(item)
-                    if pos != end1:
-                        raise DecodeError(
-                            f"tagged field 1 should end at byte {end1} but its value ends at {pos}",
-                            offset=pos,
-                        )
-                else:
-                    seen1.append((tag1, bytes(buf[pos:end1])))
-                    pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(BrokerHeartbeatRequest)
-        o1.broker_id = s1_broker_id
-        o1.broker_epoch = s1_broker_epoch
-        o1.current_metadata_offset = s1_current_metadata_offset
-        o1.want_fence = s1_want_fence
-        o1.want_shut_down = s1_want_shut_down
-        o1.offline_log_dirs = s1_offline_log_dirs
-        o1.cordoned_log_dirs = s1_cordoned_log_dirs
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read BrokerHeartbeatRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_BrokerHeartbeatRequest_2(out: bytearray, o: BrokerHeartbeatRequest) -> None:
@@ -409,23 +229,6 @@ def _r_BrokerHeartbeatResponse_0(buf: Any, pos: int) -> tuple[BrokerHeartbeatRes
     return o1, pos
 
 
-def _w_BrokerHeartbeatResponse_0(out: bytearray, o: BrokerHeartbeatResponse) -> None:
-    try:
-        out += _F_ihooo.pack(
-            o.throttle_time_ms,
-            o.error_code,
-            o.is_caught_up,
-            o.is_fenced,
-            o.should_shut_down,
-        )
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write BrokerHeartbeatResponse: {exc}") from None
-
-
 
 BrokerHeartbeatRequest._FIELDS = (
     FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
@@ -456,11 +259,7 @@ BrokerHeartbeatRequest._FIELDS = (
         False,
     ),
 )
-BrokerHeartbeatRequest._READERS = {
-    0: _r_BrokerHeartbeatRequest_0,
-    1: _r_BrokerHeartbeatRequest_1,
-    2: _r_BrokerHeartbeatRequest_2,
-}
+BrokerHeartbeatRequest._READERS = codec_path.broker_side(BrokerHeartbeatRequest, '_READERS')
 BrokerHeartbeatRequest._WRITERS = {
     0: _w_BrokerHeartbeatRequest_0,
     1: _w_BrokerHeartbeatRequest_1,
@@ -524,11 +323,7 @@ BrokerHeartbeatResponse._READERS = {
     1: _r_BrokerHeartbeatResponse_0,
     2: _r_BrokerHeartbeatResponse_0,
 }
-BrokerHeartbeatResponse._WRITERS = {
-    0: _w_BrokerHeartbeatResponse_0,
-    1: _w_BrokerHeartbeatResponse_0,
-    2: _w_BrokerHeartbeatResponse_0,
-}
+BrokerHeartbeatResponse._WRITERS = codec_path.broker_side(BrokerHeartbeatResponse, '_WRITERS')
 _N_BrokerHeartbeatResponse_0 = (
     BrokerHeartbeatResponse,
     True,

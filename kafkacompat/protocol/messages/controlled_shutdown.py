@@ -17,7 +17,6 @@ _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 _F_iB = struct.Struct(">iB")
 _F_iq = struct.Struct(">iq")
-_F_iqB = struct.Struct(">iqB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
@@ -79,19 +78,6 @@ class ControlledShutdownResponse(KafkaMessage):
 ControlledShutdownRequest.RESPONSE_CLASS = ControlledShutdownResponse
 
 
-def _r_ControlledShutdownRequest_0(buf: Any, pos: int) -> tuple[ControlledShutdownRequest, int]:
-    try:
-        (s1_broker_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        o1 = _new(ControlledShutdownRequest)
-        o1.broker_id = s1_broker_id
-        o1.broker_epoch = -1
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ControlledShutdownRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_ControlledShutdownRequest_0(out: bytearray, o: ControlledShutdownRequest) -> None:
     try:
         out += _F_i.pack(o.broker_id)
@@ -99,49 +85,11 @@ def _w_ControlledShutdownRequest_0(out: bytearray, o: ControlledShutdownRequest)
         raise EncodeError(f"cannot write ControlledShutdownRequest: {exc}") from None
 
 
-def _r_ControlledShutdownRequest_1(buf: Any, pos: int) -> tuple[ControlledShutdownRequest, int]:
-    try:
-        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
-        pos += 12
-        o1 = _new(ControlledShutdownRequest)
-        o1.broker_id = s1_broker_id
-        o1.broker_epoch = s1_broker_epoch
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ControlledShutdownRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_ControlledShutdownRequest_1(out: bytearray, o: ControlledShutdownRequest) -> None:
     try:
         out += _F_iq.pack(o.broker_id, o.broker_epoch)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write ControlledShutdownRequest: {exc}") from None
-
-
-def _r_ControlledShutdownRequest_2(buf: Any, pos: int) -> tuple[ControlledShutdownRequest, int]:
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        (s1_broker_id, s1_broker_epoch, t1,) = _F_iqB.unpack_from(buf, pos)
-        pos += 13
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(ControlledShutdownRequest)
-        o1.broker_id = s1_broker_id
-        o1.broker_epoch = s1_broker_epoch
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ControlledShutdownRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_ControlledShutdownRequest_2(out: bytearray, o: ControlledShutdownRequest) -> None:
@@ -193,22 +141,6 @@ def _r_ControlledShutdownResponse_0(buf: Any, pos: int) -> tuple[ControlledShutd
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ControlledShutdownResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_ControlledShutdownResponse_0(out: bytearray, o: ControlledShutdownResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.remaining_partitions
-        if x is None:
-            raise EncodeError("field remaining_partitions is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_ControlledShutdownResponse__RemainingPartition_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ControlledShutdownResponse: {exc}") from None
 
 
 def _r_ControlledShutdownResponse_1(buf: Any, pos: int) -> tuple[ControlledShutdownResponse, int]:
@@ -278,79 +210,12 @@ def _r_ControlledShutdownResponse_1(buf: Any, pos: int) -> tuple[ControlledShutd
     return o1, pos
 
 
-def _w_ControlledShutdownResponse_1(out: bytearray, o: ControlledShutdownResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.remaining_partitions
-        if x is None:
-            raise EncodeError("field remaining_partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_ControlledShutdownResponse__RemainingPartition_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ControlledShutdownResponse: {exc}") from None
-
-
-def _w_ControlledShutdownResponse__RemainingPartition_0(
-    out: bytearray,
-    o: ControlledShutdownResponse.RemainingPartition,
-) -> None:
-    x: Any
-    try:
-        x = o.topic_name
-        if x is None:
-            raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_i.pack(o.partition_index)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write RemainingPartition: {exc}") from None
-
-
-def _w_ControlledShutdownResponse__RemainingPartition_1(
-    out: bytearray,
-    o: ControlledShutdownResponse.RemainingPartition,
-) -> None:
-    x: Any
-    try:
-        x = o.topic_name
-        if x is None:
-            raise EncodeError("field topic_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_i.pack(o.partition_index)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write RemainingPartition: {exc}") from None
-
-
 
 ControlledShutdownRequest._FIELDS = (
     FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo('broker_epoch', 'int64', None, False, VersionRange(2, 3), _NONE, _NONE, None, True),
 )
-ControlledShutdownRequest._READERS = {
-    0: _r_ControlledShutdownRequest_0,
-    1: _r_ControlledShutdownRequest_0,
-    2: _r_ControlledShutdownRequest_1,
-    3: _r_ControlledShutdownRequest_2,
-}
+ControlledShutdownRequest._READERS = codec_path.broker_side(ControlledShutdownRequest, '_READERS')
 ControlledShutdownRequest._WRITERS = {
     0: _w_ControlledShutdownRequest_0,
     1: _w_ControlledShutdownRequest_0,
@@ -411,12 +276,7 @@ ControlledShutdownResponse._READERS = {
     2: _r_ControlledShutdownResponse_0,
     3: _r_ControlledShutdownResponse_1,
 }
-ControlledShutdownResponse._WRITERS = {
-    0: _w_ControlledShutdownResponse_0,
-    1: _w_ControlledShutdownResponse_0,
-    2: _w_ControlledShutdownResponse_0,
-    3: _w_ControlledShutdownResponse_1,
-}
+ControlledShutdownResponse._WRITERS = codec_path.broker_side(ControlledShutdownResponse, '_WRITERS')
 _N_ControlledShutdownResponse__RemainingPartition_0 = (
     _C_Response__RemainingPartition,
     False,

@@ -16,17 +16,10 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
 _F_Hh = struct.Struct(">Hh")
-_F_HhB = struct.Struct(">HhB")
 _F_hh = struct.Struct(">hh")
-_F_hhB = struct.Struct(">hhB")
 _F_i = struct.Struct(">i")
-_F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
-_UUID = uuid.UUID
-_UUID_SAFE = uuid.SafeUUID.unknown
-_set = object.__setattr__
-_from_bytes = int.from_bytes
 
 
 class ControllerRegistrationRequest(KafkaRequest['ControllerRegistrationResponse']):
@@ -114,137 +107,6 @@ class ControllerRegistrationResponse(KafkaMessage):
 
 
 ControllerRegistrationRequest.RESPONSE_CLASS = ControllerRegistrationResponse
-
-
-def _r_ControllerRegistrationRequest_0(buf: Any, pos: int) -> tuple[ControllerRegistrationRequest, int]:
-    s1_features: list[Any]
-    s1_listeners: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u5: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        (s1_controller_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        stop = pos + 16
-        if stop > buflen:
-            raise DecodeError("uuid runs past the end of the data", offset=pos)
-        s1_incarnation_id = _new(_UUID)
-        _set(s1_incarnation_id, "int", _from_bytes(buf[pos:stop]))
-        _set(s1_incarnation_id, "is_safe", _UUID_SAFE)
-        pos = stop
-        (s1_zk_migration_ready,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("listeners", pos)
-        else:
-            s1_listeners = _wire.KeyedList()
-            add2 = s1_listeners.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
-                pos += 5
-                u3 = _NO_TAGS
-                if t3:
-                    pos -= 1
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__Listener)
-                o3.name = s3_name
-                o3.host = s3_host
-                o3.port = s3_port
-                o3.security_protocol = s3_security_protocol
-                o3._unknown_tags = u3
-                add2(o3)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("features", pos)
-        else:
-            s1_features = _wire.KeyedList()
-            add4 = s1_features.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s5_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s5_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
-                pos += 5
-                u5 = _NO_TAGS
-                if t5:
-                    pos -= 1
-                    count5, pos = _wire.read_tag_count(buf, pos)
-                    seen5: list[tuple[int, bytes]] = []
-                    for _ in range(count5):
-                        tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                        seen5.append((tag5, bytes(buf[pos:end5])))
-                        pos = end5
-                    if seen5:
-                        u5 = tuple(seen5)
-                o5 = _new(_C_Request__Feature)
-                o5.name = s5_name
-                o5.min_supported_version = s5_min_supported_version
-                o5.max_supported_version = s5_max_supported_version
-                o5._unknown_tags = u5
-                add4(o5)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(ControllerRegistrationRequest)
-        o1.controller_id = s1_controller_id
-        o1.incarnation_id = s1_incarnation_id
-        o1.zk_migration_ready = s1_zk_migration_ready
-        o1.listeners = s1_listeners
-        o1.features = s1_features
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ControllerRegistrationRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_ControllerRegistrationRequest_0(out: bytearray, o: ControllerRegistrationRequest) -> None:
@@ -380,25 +242,6 @@ def _r_ControllerRegistrationResponse_0(buf: Any, pos: int) -> tuple[ControllerR
     return o1, pos
 
 
-def _w_ControllerRegistrationResponse_0(out: bytearray, o: ControllerRegistrationResponse) -> None:
-    x: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ControllerRegistrationResponse: {exc}") from None
-
-
 _C_Request__Listener = ControllerRegistrationRequest.Listener
 _C_Request__Feature = ControllerRegistrationRequest.Feature
 
@@ -440,7 +283,7 @@ _C_Request__Feature._FIELDS = (
     FieldInfo('min_supported_version', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo('max_supported_version', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
-ControllerRegistrationRequest._READERS = {0: _r_ControllerRegistrationRequest_0}
+ControllerRegistrationRequest._READERS = codec_path.broker_side(ControllerRegistrationRequest, '_READERS')
 ControllerRegistrationRequest._WRITERS = {0: _w_ControllerRegistrationRequest_0}
 _N_ControllerRegistrationRequest__Listener_0 = (
     _C_Request__Listener,
@@ -488,7 +331,7 @@ ControllerRegistrationResponse._FIELDS = (
     ),
 )
 ControllerRegistrationResponse._READERS = {0: _r_ControllerRegistrationResponse_0}
-ControllerRegistrationResponse._WRITERS = {0: _w_ControllerRegistrationResponse_0}
+ControllerRegistrationResponse._WRITERS = codec_path.broker_side(ControllerRegistrationResponse, '_WRITERS')
 _N_ControllerRegistrationResponse_0 = (
     ControllerRegistrationResponse,
     True,

@@ -14,9 +14,7 @@ __all__ = ['CreateAclsRequest', 'CreateAclsResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_b = struct.Struct(">b")
-_F_bB = struct.Struct(">bB")
 _F_bb = struct.Struct(">bb")
-_F_bbB = struct.Struct(">bbB")
 _F_h = struct.Struct(">h")
 _F_hB = struct.Struct(">hB")
 _F_i = struct.Struct(">i")
@@ -108,72 +106,6 @@ class CreateAclsResponse(KafkaMessage):
 CreateAclsRequest.RESPONSE_CLASS = CreateAclsResponse
 
 
-def _r_CreateAclsRequest_0(buf: Any, pos: int) -> tuple[CreateAclsRequest, int]:
-    s1_creations: list[Any]
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("creations", pos)
-        else:
-            s1_creations = []
-            add2 = s1_creations.append
-            for _ in range(n):
-                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
-                pos += 1
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_resource_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_resource_name, pos = _wire.read_string(buf, pos)
-                    if s3_resource_name is None:
-                        raise _wire.null_error("resource_name", pos)
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_principal = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_principal, pos = _wire.read_string(buf, pos)
-                    if s3_principal is None:
-                        raise _wire.null_error("principal", pos)
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_host = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_host, pos = _wire.read_string(buf, pos)
-                    if s3_host is None:
-                        raise _wire.null_error("host", pos)
-                (s3_operation, s3_permission_type,) = _F_bb.unpack_from(buf, pos)
-                pos += 2
-                o3 = _new(_C_Request__AclCreation)
-                o3.resource_type = s3_resource_type
-                o3.resource_name = s3_resource_name
-                o3.resource_pattern_type = 3
-                o3.principal = s3_principal
-                o3.host = s3_host
-                o3.operation = s3_operation
-                o3.permission_type = s3_permission_type
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(CreateAclsRequest)
-        o1.creations = s1_creations
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreateAclsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_CreateAclsRequest_0(out: bytearray, o: CreateAclsRequest) -> None:
     x: Any
     item: Any
@@ -189,74 +121,6 @@ def _w_CreateAclsRequest_0(out: bytearray, o: CreateAclsRequest) -> None:
         raise EncodeError(f"cannot write CreateAclsRequest: {exc}") from None
 
 
-def _r_CreateAclsRequest_1(buf: Any, pos: int) -> tuple[CreateAclsRequest, int]:
-    s1_creations: list[Any]
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("creations", pos)
-        else:
-            s1_creations = []
-            add2 = s1_creations.append
-            for _ in range(n):
-                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
-                pos += 1
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_resource_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_resource_name, pos = _wire.read_string(buf, pos)
-                    if s3_resource_name is None:
-                        raise _wire.null_error("resource_name", pos)
-                (s3_resource_pattern_type,) = _F_b.unpack_from(buf, pos)
-                pos += 1
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_principal = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_principal, pos = _wire.read_string(buf, pos)
-                    if s3_principal is None:
-                        raise _wire.null_error("principal", pos)
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_host = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_host, pos = _wire.read_string(buf, pos)
-                    if s3_host is None:
-                        raise _wire.null_error("host", pos)
-                (s3_operation, s3_permission_type,) = _F_bb.unpack_from(buf, pos)
-                pos += 2
-                o3 = _new(_C_Request__AclCreation)
-                o3.resource_type = s3_resource_type
-                o3.resource_name = s3_resource_name
-                o3.resource_pattern_type = s3_resource_pattern_type
-                o3.principal = s3_principal
-                o3.host = s3_host
-                o3.operation = s3_operation
-                o3.permission_type = s3_permission_type
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(CreateAclsRequest)
-        o1.creations = s1_creations
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreateAclsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_CreateAclsRequest_1(out: bytearray, o: CreateAclsRequest) -> None:
     x: Any
     item: Any
@@ -270,95 +134,6 @@ def _w_CreateAclsRequest_1(out: bytearray, o: CreateAclsRequest) -> None:
                 _w_CreateAclsRequest__AclCreation_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write CreateAclsRequest: {exc}") from None
-
-
-def _r_CreateAclsRequest_2(buf: Any, pos: int) -> tuple[CreateAclsRequest, int]:
-    s1_creations: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("creations", pos)
-        else:
-            s1_creations = []
-            add2 = s1_creations.append
-            for _ in range(n):
-                (s3_resource_type, size,) = _F_bB.unpack_from(buf, pos)
-                pos += 1
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_resource_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
-                (s3_resource_pattern_type, size,) = _F_bB.unpack_from(buf, pos)
-                pos += 1
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_principal = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_principal, pos = _wire.read_compact_text(buf, pos, "principal")
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (s3_operation, s3_permission_type, t3,) = _F_bbB.unpack_from(buf, pos)
-                pos += 3
-                u3 = _NO_TAGS
-                if t3:
-                    pos -= 1
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__AclCreation)
-                o3.resource_type = s3_resource_type
-                o3.resource_name = s3_resource_name
-                o3.resource_pattern_type = s3_resource_pattern_type
-                o3.principal = s3_principal
-                o3.host = s3_host
-                o3.operation = s3_operation
-                o3.permission_type = s3_permission_type
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(CreateAclsRequest)
-        o1.creations = s1_creations
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreateAclsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_CreateAclsRequest_2(out: bytearray, o: CreateAclsRequest) -> None:
@@ -510,22 +285,6 @@ def _r_CreateAclsResponse_0(buf: Any, pos: int) -> tuple[CreateAclsResponse, int
     return o1, pos
 
 
-def _w_CreateAclsResponse_0(out: bytearray, o: CreateAclsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_CreateAclsResponse__AclCreationResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write CreateAclsResponse: {exc}") from None
-
-
 def _r_CreateAclsResponse_1(buf: Any, pos: int) -> tuple[CreateAclsResponse, int]:
     s1_results: list[Any]
     s3_error_message: str | None
@@ -597,64 +356,6 @@ def _r_CreateAclsResponse_1(buf: Any, pos: int) -> tuple[CreateAclsResponse, int
     return o1, pos
 
 
-def _w_CreateAclsResponse_1(out: bytearray, o: CreateAclsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_CreateAclsResponse__AclCreationResult_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write CreateAclsResponse: {exc}") from None
-
-
-def _w_CreateAclsResponse__AclCreationResult_0(
-    out: bytearray,
-    o: CreateAclsResponse.AclCreationResult,
-) -> None:
-    x: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        _wire.write_string(out, x)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AclCreationResult: {exc}") from None
-
-
-def _w_CreateAclsResponse__AclCreationResult_1(
-    out: bytearray,
-    o: CreateAclsResponse.AclCreationResult,
-) -> None:
-    x: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AclCreationResult: {exc}") from None
-
-
 _C_Request__AclCreation = CreateAclsRequest.AclCreation
 
 CreateAclsRequest._FIELDS = (
@@ -679,12 +380,7 @@ _C_Request__AclCreation._FIELDS = (
     FieldInfo('operation', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo('permission_type', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
-CreateAclsRequest._READERS = {
-    0: _r_CreateAclsRequest_0,
-    1: _r_CreateAclsRequest_1,
-    2: _r_CreateAclsRequest_2,
-    3: _r_CreateAclsRequest_2,
-}
+CreateAclsRequest._READERS = codec_path.broker_side(CreateAclsRequest, '_READERS')
 CreateAclsRequest._WRITERS = {
     0: _w_CreateAclsRequest_0,
     1: _w_CreateAclsRequest_1,
@@ -799,12 +495,7 @@ CreateAclsResponse._READERS = {
     2: _r_CreateAclsResponse_1,
     3: _r_CreateAclsResponse_1,
 }
-CreateAclsResponse._WRITERS = {
-    0: _w_CreateAclsResponse_0,
-    1: _w_CreateAclsResponse_0,
-    2: _w_CreateAclsResponse_1,
-    3: _w_CreateAclsResponse_1,
-}
+CreateAclsResponse._WRITERS = codec_path.broker_side(CreateAclsResponse, '_WRITERS')
 _N_CreateAclsResponse__AclCreationResult_0 = (
     _C_Response__AclCreationResult,
     False,

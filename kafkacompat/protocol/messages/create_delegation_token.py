@@ -18,7 +18,6 @@ _F_hB = struct.Struct(">hB")
 _F_i = struct.Struct(">i")
 _F_iB = struct.Struct(">iB")
 _F_q = struct.Struct(">q")
-_F_qB = struct.Struct(">qB")
 _F_qqq = struct.Struct(">qqq")
 _F_qqqB = struct.Struct(">qqqB")
 _NO_TAGS = _wire.EMPTY_TAGS
@@ -117,57 +116,6 @@ class CreateDelegationTokenResponse(KafkaMessage):
 CreateDelegationTokenRequest.RESPONSE_CLASS = CreateDelegationTokenResponse
 
 
-def _r_CreateDelegationTokenRequest_0(buf: Any, pos: int) -> tuple[CreateDelegationTokenRequest, int]:
-    s1_renewers: list[Any]
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("renewers", pos)
-        else:
-            s1_renewers = []
-            add2 = s1_renewers.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_principal_type = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_principal_type, pos = _wire.read_string(buf, pos)
-                    if s3_principal_type is None:
-                        raise _wire.null_error("principal_type", pos)
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_principal_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_principal_name, pos = _wire.read_string(buf, pos)
-                    if s3_principal_name is None:
-                        raise _wire.null_error("principal_name", pos)
-                o3 = _new(_C_Request__CreatableRenewers)
-                o3.principal_type = s3_principal_type
-                o3.principal_name = s3_principal_name
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        (s1_max_lifetime_ms,) = _F_q.unpack_from(buf, pos)
-        pos += 8
-        o1 = _new(CreateDelegationTokenRequest)
-        o1.owner_principal_type = ""
-        o1.owner_principal_name = ""
-        o1.renewers = s1_renewers
-        o1.max_lifetime_ms = s1_max_lifetime_ms
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreateDelegationTokenRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_CreateDelegationTokenRequest_0(out: bytearray, o: CreateDelegationTokenRequest) -> None:
     x: Any
     item: Any
@@ -190,82 +138,6 @@ def _w_CreateDelegationTokenRequest_0(out: bytearray, o: CreateDelegationTokenRe
         out += _F_q.pack(o.max_lifetime_ms)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write CreateDelegationTokenRequest: {exc}") from None
-
-
-def _r_CreateDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[CreateDelegationTokenRequest, int]:
-    s1_renewers: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("renewers", pos)
-        else:
-            s1_renewers = []
-            add2 = s1_renewers.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_principal_type = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_principal_type, pos = _wire.read_compact_text(buf, pos, "principal_type")
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_principal_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_principal_name, pos = _wire.read_compact_text(buf, pos, "principal_name")
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__CreatableRenewers)
-                o3.principal_type = s3_principal_type
-                o3.principal_name = s3_principal_name
-                o3._unknown_tags = u3
-                add2(o3)
-        (s1_max_lifetime_ms, t1,) = _F_qB.unpack_from(buf, pos)
-        pos += 9
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(CreateDelegationTokenRequest)
-        o1.owner_principal_type = ""
-        o1.owner_principal_name = ""
-        o1.renewers = s1_renewers
-        o1.max_lifetime_ms = s1_max_lifetime_ms
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreateDelegationTokenRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_CreateDelegationTokenRequest_1(out: bytearray, o: CreateDelegationTokenRequest) -> None:
@@ -297,108 +169,6 @@ def _w_CreateDelegationTokenRequest_1(out: bytearray, o: CreateDelegationTokenRe
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write CreateDelegationTokenRequest: {exc}") from None
-
-
-def _r_CreateDelegationTokenRequest_2(buf: Any, pos: int) -> tuple[CreateDelegationTokenRequest, int]:
-    s1_owner_principal_name: str | None
-    s1_owner_principal_type: str | None
-    s1_renewers: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_owner_principal_type = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_owner_principal_type = None
-            pos += 1
-        else:
-            s1_owner_principal_type, pos = _wire.read_compact_string(buf, pos)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_owner_principal_name = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_owner_principal_name = None
-            pos += 1
-        else:
-            s1_owner_principal_name, pos = _wire.read_compact_string(buf, pos)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("renewers", pos)
-        else:
-            s1_renewers = []
-            add2 = s1_renewers.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_principal_type = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_principal_type, pos = _wire.read_compact_text(buf, pos, "principal_type")
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_principal_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_principal_name, pos = _wire.read_compact_text(buf, pos, "principal_name")
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__CreatableRenewers)
-                o3.principal_type = s3_principal_type
-                o3.principal_name = s3_principal_name
-                o3._unknown_tags = u3
-                add2(o3)
-        (s1_max_lifetime_ms, t1,) = _F_qB.unpack_from(buf, pos)
-        pos += 9
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(CreateDelegationTokenRequest)
-        o1.owner_principal_type = s1_owner_principal_type
-        o1.owner_principal_name = s1_owner_principal_name
-        o1.renewers = s1_renewers
-        o1.max_lifetime_ms = s1_max_lifetime_ms
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreateDelegationTokenRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_CreateDelegationTokenRequest_2(out: bytearray, o: CreateDelegationTokenRequest) -> None:
@@ -551,42 +321,6 @@ def _r_CreateDelegationTokenResponse_0(buf: Any, pos: int) -> tuple[CreateDelega
     return o1, pos
 
 
-def _w_CreateDelegationTokenResponse_0(out: bytearray, o: CreateDelegationTokenResponse) -> None:
-    x: Any
-    try:
-        if o.token_requester_principal_type != "":
-            raise EncodeError(
-                "field token_requester_principal_type has a non-default value but does not exist at this "
-                "version",
-            )
-        if o.token_requester_principal_name != "":
-            raise EncodeError(
-                "field token_requester_principal_name has a non-default value but does not exist at this "
-                "version",
-            )
-        out += _F_h.pack(o.error_code)
-        x = o.principal_type
-        if x is None:
-            raise EncodeError("field principal_type is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.principal_name
-        if x is None:
-            raise EncodeError("field principal_name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms)
-        x = o.token_id
-        if x is None:
-            raise EncodeError("field token_id is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.hmac
-        if x is None:
-            raise EncodeError("field hmac is None but not nullable at this version")
-        _wire.write_bytes(out, x)
-        out += _F_i.pack(o.throttle_time_ms)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write CreateDelegationTokenResponse: {exc}") from None
-
-
 def _r_CreateDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[CreateDelegationTokenResponse, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
@@ -657,61 +391,6 @@ def _r_CreateDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[CreateDelega
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateDelegationTokenResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_CreateDelegationTokenResponse_1(out: bytearray, o: CreateDelegationTokenResponse) -> None:
-    x: Any
-    try:
-        if o.token_requester_principal_type != "":
-            raise EncodeError(
-                "field token_requester_principal_type has a non-default value but does not exist at this "
-                "version",
-            )
-        if o.token_requester_principal_name != "":
-            raise EncodeError(
-                "field token_requester_principal_name has a non-default value but does not exist at this "
-                "version",
-            )
-        out += _F_h.pack(o.error_code)
-        x = o.principal_type
-        if x is None:
-            raise EncodeError("field principal_type is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.principal_name
-        if x is None:
-            raise EncodeError("field principal_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms)
-        x = o.token_id
-        if x is None:
-            raise EncodeError("field token_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.hmac
-        if x is None:
-            raise EncodeError("field hmac is None but not nullable at this version")
-        _wire.write_compact_bytes(out, x)
-        out += _F_i.pack(o.throttle_time_ms)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write CreateDelegationTokenResponse: {exc}") from None
 
 
 def _r_CreateDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[CreateDelegationTokenResponse, int]:
@@ -812,69 +491,6 @@ def _r_CreateDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[CreateDelega
     return o1, pos
 
 
-def _w_CreateDelegationTokenResponse_2(out: bytearray, o: CreateDelegationTokenResponse) -> None:
-    x: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.principal_type
-        if x is None:
-            raise EncodeError("field principal_type is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.principal_name
-        if x is None:
-            raise EncodeError("field principal_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.token_requester_principal_type
-        if x is None:
-            raise EncodeError("field token_requester_principal_type is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.token_requester_principal_name
-        if x is None:
-            raise EncodeError("field token_requester_principal_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms)
-        x = o.token_id
-        if x is None:
-            raise EncodeError("field token_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.hmac
-        if x is None:
-            raise EncodeError("field hmac is None but not nullable at this version")
-        _wire.write_compact_bytes(out, x)
-        out += _F_i.pack(o.throttle_time_ms)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write CreateDelegationTokenResponse: {exc}") from None
-
-
 _C_Request__CreatableRenewers = CreateDelegationTokenRequest.CreatableRenewers
 
 CreateDelegationTokenRequest._FIELDS = (
@@ -917,12 +533,7 @@ _C_Request__CreatableRenewers._FIELDS = (
     FieldInfo('principal_type', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo('principal_name', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
-CreateDelegationTokenRequest._READERS = {
-    0: _r_CreateDelegationTokenRequest_0,
-    1: _r_CreateDelegationTokenRequest_0,
-    2: _r_CreateDelegationTokenRequest_1,
-    3: _r_CreateDelegationTokenRequest_2,
-}
+CreateDelegationTokenRequest._READERS = codec_path.broker_side(CreateDelegationTokenRequest, '_READERS')
 CreateDelegationTokenRequest._WRITERS = {
     0: _w_CreateDelegationTokenRequest_0,
     1: _w_CreateDelegationTokenRequest_0,
@@ -1016,12 +627,7 @@ CreateDelegationTokenResponse._READERS = {
     2: _r_CreateDelegationTokenResponse_1,
     3: _r_CreateDelegationTokenResponse_2,
 }
-CreateDelegationTokenResponse._WRITERS = {
-    0: _w_CreateDelegationTokenResponse_0,
-    1: _w_CreateDelegationTokenResponse_0,
-    2: _w_CreateDelegationTokenResponse_1,
-    3: _w_CreateDelegationTokenResponse_2,
-}
+CreateDelegationTokenResponse._WRITERS = codec_path.broker_side(CreateDelegationTokenResponse, '_WRITERS')
 _N_CreateDelegationTokenResponse_0 = (
     CreateDelegationTokenResponse,
     False,

@@ -17,10 +17,7 @@ _F_h = struct.Struct(">h")
 _F_hB = struct.Struct(">hB")
 _F_i = struct.Struct(">i")
 _F_io = struct.Struct(">i?")
-_F_ioB = struct.Struct(">i?B")
 _NO_TAGS = _wire.EMPTY_TAGS
-_A_i = _wire.SHORT_ARRAYS["i"]
-_K_i = _wire.COUNTED_ARRAYS["i"]
 _PC_i = _wire.COMPACT_PREFIXED["i"]
 _PI_i = _wire.CLASSIC_PREFIXED["i"]
 
@@ -105,71 +102,6 @@ class CreatePartitionsResponse(KafkaMessage):
 CreatePartitionsRequest.RESPONSE_CLASS = CreatePartitionsResponse
 
 
-def _r_CreatePartitionsRequest_0(buf: Any, pos: int) -> tuple[CreatePartitionsRequest, int]:
-    s1_topics: list[Any]
-    s3_assignments: list[Any] | None
-    s5_broker_ids: list[Any]
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = _wire.KeyedList()
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_string(buf, pos)
-                    if s3_name is None:
-                        raise _wire.null_error("name", pos)
-                (s3_count,) = _F_i.unpack_from(buf, pos)
-                pos += 4
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    s3_assignments = None
-                else:
-                    s3_assignments = []
-                    add4 = s3_assignments.append
-                    for _ in range(n):
-                        n, pos = _wire.read_array_count(buf, pos)
-                        if n < 0:
-                            raise _wire.null_error("broker_ids", pos)
-                        else:
-                            stop = pos + 4 * n
-                            if n < 32 and stop <= buflen:
-                                s5_broker_ids = [*_A_i[n].unpack_from(buf, pos)]
-                                pos = stop
-                            else:
-                                s5_broker_ids, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        o5 = _new(_C_Request__CreatePartitionsAssignment)
-                        o5.broker_ids = s5_broker_ids
-                        o5._unknown_tags = _NO_TAGS
-                        add4(o5)
-                o3 = _new(_C_Request__CreatePartitionsTopic)
-                o3.name = s3_name
-                o3.count = s3_count
-                o3.assignments = s3_assignments
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        (s1_timeout_ms, s1_validate_only,) = _F_io.unpack_from(buf, pos)
-        pos += 5
-        o1 = _new(CreatePartitionsRequest)
-        o1.topics = s1_topics
-        o1.timeout_ms = s1_timeout_ms
-        o1.validate_only = s1_validate_only
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreatePartitionsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_CreatePartitionsRequest_0(out: bytearray, o: CreatePartitionsRequest) -> None:
     x: Any
     item: Any
@@ -184,127 +116,6 @@ def _w_CreatePartitionsRequest_0(out: bytearray, o: CreatePartitionsRequest) -> 
         out += _F_io.pack(o.timeout_ms, o.validate_only)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write CreatePartitionsRequest: {exc}") from None
-
-
-def _r_CreatePartitionsRequest_1(buf: Any, pos: int) -> tuple[CreatePartitionsRequest, int]:
-    s1_topics: list[Any]
-    s3_assignments: list[Any] | None
-    s5_broker_ids: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u5: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = _wire.KeyedList()
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (s3_count,) = _F_i.unpack_from(buf, pos)
-                pos += 4
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    s3_assignments = None
-                else:
-                    s3_assignments = []
-                    add4 = s3_assignments.append
-                    for _ in range(n):
-                        c = buf[pos]
-                        if c == 1:  # empty (offline replicas, mostly): no unpack
-                            s5_broker_ids = []
-                            pos += 1
-                        elif 0 < c <= 32:
-                            s5_broker_ids = [*_K_i[c].unpack_from(buf, pos)]
-                            pos += 4 * c - 3
-                        else:
-                            n = buf[pos] - 1
-                            if n < 0x7F:
-                                pos += 1
-                            else:
-                                n, pos = _wire.read_compact_array_count(buf, pos)
-                            if n < 0:
-                                raise _wire.null_error("broker_ids", pos)
-                            else:
-                                stop = pos + 4 * n
-                                if n < 32 and stop <= buflen:
-                                    s5_broker_ids = [*_A_i[n].unpack_from(buf, pos)]
-                                    pos = stop
-                                else:
-                                    s5_broker_ids, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        u5 = _NO_TAGS
-                        if buf[pos] == 0:
-                            pos += 1
-                        else:
-                            count5, pos = _wire.read_tag_count(buf, pos)
-                            seen5: list[tuple[int, bytes]] = []
-                            for _ in range(count5):
-                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                seen5.append((tag5, bytes(buf[pos:end5])))
-                                pos = end5
-                            if seen5:
-                                u5 = tuple(seen5)
-                        o5 = _new(_C_Request__CreatePartitionsAssignment)
-                        o5.broker_ids = s5_broker_ids
-                        o5._unknown_tags = u5
-                        add4(o5)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__CreatePartitionsTopic)
-                o3.name = s3_name
-                o3.count = s3_count
-                o3.assignments = s3_assignments
-                o3._unknown_tags = u3
-                add2(o3)
-        (s1_timeout_ms, s1_validate_only, t1,) = _F_ioB.unpack_from(buf, pos)
-        pos += 6
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(CreatePartitionsRequest)
-        o1.topics = s1_topics
-        o1.timeout_ms = s1_timeout_ms
-        o1.validate_only = s1_validate_only
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreatePartitionsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_CreatePartitionsRequest_1(out: bytearray, o: CreatePartitionsRequest) -> None:
@@ -487,22 +298,6 @@ def _r_CreatePartitionsResponse_0(buf: Any, pos: int) -> tuple[CreatePartitionsR
     return o1, pos
 
 
-def _w_CreatePartitionsResponse_0(out: bytearray, o: CreatePartitionsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_CreatePartitionsResponse__CreatePartitionsTopicResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write CreatePartitionsResponse: {exc}") from None
-
-
 def _r_CreatePartitionsResponse_1(buf: Any, pos: int) -> tuple[CreatePartitionsResponse, int]:
     s1_results: list[Any]
     s3_error_message: str | None
@@ -584,77 +379,6 @@ def _r_CreatePartitionsResponse_1(buf: Any, pos: int) -> tuple[CreatePartitionsR
     return o1, pos
 
 
-def _w_CreatePartitionsResponse_1(out: bytearray, o: CreatePartitionsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_CreatePartitionsResponse__CreatePartitionsTopicResult_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write CreatePartitionsResponse: {exc}") from None
-
-
-def _w_CreatePartitionsResponse__CreatePartitionsTopicResult_0(
-    out: bytearray,
-    o: CreatePartitionsResponse.CreatePartitionsTopicResult,
-) -> None:
-    x: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        _wire.write_string(out, x)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write CreatePartitionsTopicResult: {exc}") from None
-
-
-def _w_CreatePartitionsResponse__CreatePartitionsTopicResult_1(
-    out: bytearray,
-    o: CreatePartitionsResponse.CreatePartitionsTopicResult,
-) -> None:
-    x: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write CreatePartitionsTopicResult: {exc}") from None
-
-
 _C_Request__CreatePartitionsAssignment = CreatePartitionsRequest.CreatePartitionsAssignment
 _C_Request__CreatePartitionsTopic = CreatePartitionsRequest.CreatePartitionsTopic
 
@@ -691,12 +415,7 @@ _C_Request__CreatePartitionsTopic._FIELDS = (
         False,
     ),
 )
-CreatePartitionsRequest._READERS = {
-    0: _r_CreatePartitionsRequest_0,
-    1: _r_CreatePartitionsRequest_0,
-    2: _r_CreatePartitionsRequest_1,
-    3: _r_CreatePartitionsRequest_1,
-}
+CreatePartitionsRequest._READERS = codec_path.broker_side(CreatePartitionsRequest, '_READERS')
 CreatePartitionsRequest._WRITERS = {
     0: _w_CreatePartitionsRequest_0,
     1: _w_CreatePartitionsRequest_0,
@@ -805,12 +524,7 @@ CreatePartitionsResponse._READERS = {
     2: _r_CreatePartitionsResponse_1,
     3: _r_CreatePartitionsResponse_1,
 }
-CreatePartitionsResponse._WRITERS = {
-    0: _w_CreatePartitionsResponse_0,
-    1: _w_CreatePartitionsResponse_0,
-    2: _w_CreatePartitionsResponse_1,
-    3: _w_CreatePartitionsResponse_1,
-}
+CreatePartitionsResponse._WRITERS = codec_path.broker_side(CreatePartitionsResponse, '_WRITERS')
 _N_CreatePartitionsResponse__CreatePartitionsTopicResult_0 = (
     _C_Response__CreatePartitionsTopicResult,
     False,

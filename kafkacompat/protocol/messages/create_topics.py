@@ -14,18 +14,13 @@ __all__ = ['CreateTopicsRequest', 'CreateTopicsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
-_F_obo = struct.Struct(">?b?")
 _F_oboB = struct.Struct(">?b?B")
 _F_h = struct.Struct(">h")
 _F_hB = struct.Struct(">hB")
 _F_i = struct.Struct(">i")
 _F_io = struct.Struct(">i?")
-_F_ioB = struct.Struct(">i?B")
-_F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
 _NO_TAGS = _wire.EMPTY_TAGS
-_A_i = _wire.SHORT_ARRAYS["i"]
-_K_i = _wire.COUNTED_ARRAYS["i"]
 _PC_i = _wire.COMPACT_PREFIXED["i"]
 _PI_i = _wire.CLASSIC_PREFIXED["i"]
 _UUID = uuid.UUID
@@ -183,110 +178,6 @@ class CreateTopicsResponse(KafkaMessage):
 CreateTopicsRequest.RESPONSE_CLASS = CreateTopicsResponse
 
 
-def _r_CreateTopicsRequest_0(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
-    s1_topics: list[Any]
-    s3_assignments: list[Any]
-    s3_configs: list[Any]
-    s5_broker_ids: list[Any]
-    s7_value: str | None
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = _wire.KeyedList()
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_string(buf, pos)
-                    if s3_name is None:
-                        raise _wire.null_error("name", pos)
-                (s3_num_partitions, s3_replication_factor,) = _F_ih.unpack_from(buf, pos)
-                pos += 6
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("assignments", pos)
-                else:
-                    s3_assignments = _wire.KeyedList()
-                    add4 = s3_assignments.append
-                    for _ in range(n):
-                        (s5_partition_index,) = _F_i.unpack_from(buf, pos)
-                        pos += 4
-                        n, pos = _wire.read_array_count(buf, pos)
-                        if n < 0:
-                            raise _wire.null_error("broker_ids", pos)
-                        else:
-                            stop = pos + 4 * n
-                            if n < 32 and stop <= buflen:
-                                s5_broker_ids = [*_A_i[n].unpack_from(buf, pos)]
-                                pos = stop
-                            else:
-                                s5_broker_ids, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        o5 = _new(_C_Request__CreatableReplicaAssignment)
-                        o5.partition_index = s5_partition_index
-                        o5.broker_ids = s5_broker_ids
-                        o5._unknown_tags = _NO_TAGS
-                        add4(o5)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("configs", pos)
-                else:
-                    s3_configs = _wire.KeyedList()
-                    add6 = s3_configs.append
-                    for _ in range(n):
-                        size = buf[pos] << 8 | buf[pos + 1]
-                        if size < 0x8000:
-                            stop = pos + 2 + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                            s7_name = buf[pos + 2 : stop].decode()
-                            pos = stop
-                        else:
-                            s7_name, pos = _wire.read_string(buf, pos)
-                            if s7_name is None:
-                                raise _wire.null_error("name", pos)
-                        size = buf[pos] << 8 | buf[pos + 1]
-                        if size < 0x8000:
-                            stop = pos + 2 + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                            s7_value = buf[pos + 2 : stop].decode()
-                            pos = stop
-                        else:
-                            s7_value, pos = _wire.read_string(buf, pos)
-                        o7 = _new(_C_Request__CreatableTopicConfig)
-                        o7.name = s7_name
-                        o7.value = s7_value
-                        o7._unknown_tags = _NO_TAGS
-                        add6(o7)
-                o3 = _new(_C_Request__CreatableTopic)
-                o3.name = s3_name
-                o3.num_partitions = s3_num_partitions
-                o3.replication_factor = s3_replication_factor
-                o3.assignments = s3_assignments
-                o3.configs = s3_configs
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        (s1_timeout_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        o1 = _new(CreateTopicsRequest)
-        o1.topics = s1_topics
-        o1.timeout_ms = s1_timeout_ms
-        o1.validate_only = False
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreateTopicsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_CreateTopicsRequest_0(out: bytearray, o: CreateTopicsRequest) -> None:
     x: Any
     item: Any
@@ -307,110 +198,6 @@ def _w_CreateTopicsRequest_0(out: bytearray, o: CreateTopicsRequest) -> None:
         raise EncodeError(f"cannot write CreateTopicsRequest: {exc}") from None
 
 
-def _r_CreateTopicsRequest_1(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
-    s1_topics: list[Any]
-    s3_assignments: list[Any]
-    s3_configs: list[Any]
-    s5_broker_ids: list[Any]
-    s7_value: str | None
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = _wire.KeyedList()
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_string(buf, pos)
-                    if s3_name is None:
-                        raise _wire.null_error("name", pos)
-                (s3_num_partitions, s3_replication_factor,) = _F_ih.unpack_from(buf, pos)
-                pos += 6
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("assignments", pos)
-                else:
-                    s3_assignments = _wire.KeyedList()
-                    add4 = s3_assignments.append
-                    for _ in range(n):
-                        (s5_partition_index,) = _F_i.unpack_from(buf, pos)
-                        pos += 4
-                        n, pos = _wire.read_array_count(buf, pos)
-                        if n < 0:
-                            raise _wire.null_error("broker_ids", pos)
-                        else:
-                            stop = pos + 4 * n
-                            if n < 32 and stop <= buflen:
-                                s5_broker_ids = [*_A_i[n].unpack_from(buf, pos)]
-                                pos = stop
-                            else:
-                                s5_broker_ids, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        o5 = _new(_C_Request__CreatableReplicaAssignment)
-                        o5.partition_index = s5_partition_index
-                        o5.broker_ids = s5_broker_ids
-                        o5._unknown_tags = _NO_TAGS
-                        add4(o5)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("configs", pos)
-                else:
-                    s3_configs = _wire.KeyedList()
-                    add6 = s3_configs.append
-                    for _ in range(n):
-                        size = buf[pos] << 8 | buf[pos + 1]
-                        if size < 0x8000:
-                            stop = pos + 2 + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                            s7_name = buf[pos + 2 : stop].decode()
-                            pos = stop
-                        else:
-                            s7_name, pos = _wire.read_string(buf, pos)
-                            if s7_name is None:
-                                raise _wire.null_error("name", pos)
-                        size = buf[pos] << 8 | buf[pos + 1]
-                        if size < 0x8000:
-                            stop = pos + 2 + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                            s7_value = buf[pos + 2 : stop].decode()
-                            pos = stop
-                        else:
-                            s7_value, pos = _wire.read_string(buf, pos)
-                        o7 = _new(_C_Request__CreatableTopicConfig)
-                        o7.name = s7_name
-                        o7.value = s7_value
-                        o7._unknown_tags = _NO_TAGS
-                        add6(o7)
-                o3 = _new(_C_Request__CreatableTopic)
-                o3.name = s3_name
-                o3.num_partitions = s3_num_partitions
-                o3.replication_factor = s3_replication_factor
-                o3.assignments = s3_assignments
-                o3.configs = s3_configs
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        (s1_timeout_ms, s1_validate_only,) = _F_io.unpack_from(buf, pos)
-        pos += 5
-        o1 = _new(CreateTopicsRequest)
-        o1.topics = s1_topics
-        o1.timeout_ms = s1_timeout_ms
-        o1.validate_only = s1_validate_only
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreateTopicsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_CreateTopicsRequest_1(out: bytearray, o: CreateTopicsRequest) -> None:
     x: Any
     item: Any
@@ -425,183 +212,6 @@ def _w_CreateTopicsRequest_1(out: bytearray, o: CreateTopicsRequest) -> None:
         out += _F_io.pack(o.timeout_ms, o.validate_only)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write CreateTopicsRequest: {exc}") from None
-
-
-def _r_CreateTopicsRequest_2(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
-    s1_topics: list[Any]
-    s3_assignments: list[Any]
-    s3_configs: list[Any]
-    s5_broker_ids: list[Any]
-    s7_value: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u5: tuple[tuple[int, bytes], ...]
-    u7: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = _wire.KeyedList()
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                (s3_num_partitions, s3_replication_factor,) = _F_ih.unpack_from(buf, pos)
-                pos += 6
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("assignments", pos)
-                else:
-                    s3_assignments = _wire.KeyedList()
-                    add4 = s3_assignments.append
-                    for _ in range(n):
-                        (s5_partition_index, c,) = _F_iB.unpack_from(buf, pos)
-                        pos += 4
-                        if c == 1:  # empty (offline replicas, mostly): no unpack
-                            s5_broker_ids = []
-                            pos += 1
-                        elif 0 < c <= 32:
-                            s5_broker_ids = [*_K_i[c].unpack_from(buf, pos)]
-                            pos += 4 * c - 3
-                        else:
-                            n = buf[pos] - 1
-                            if n < 0x7F:
-                                pos += 1
-                            else:
-                                n, pos = _wire.read_compact_array_count(buf, pos)
-                            if n < 0:
-                                raise _wire.null_error("broker_ids", pos)
-                            else:
-                                stop = pos + 4 * n
-                                if n < 32 and stop <= buflen:
-                                    s5_broker_ids = [*_A_i[n].unpack_from(buf, pos)]
-                                    pos = stop
-                                else:
-                                    s5_broker_ids, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        u5 = _NO_TAGS
-                        if buf[pos] == 0:
-                            pos += 1
-                        else:
-                            count5, pos = _wire.read_tag_count(buf, pos)
-                            seen5: list[tuple[int, bytes]] = []
-                            for _ in range(count5):
-                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                seen5.append((tag5, bytes(buf[pos:end5])))
-                                pos = end5
-                            if seen5:
-                                u5 = tuple(seen5)
-                        o5 = _new(_C_Request__CreatableReplicaAssignment)
-                        o5.partition_index = s5_partition_index
-                        o5.broker_ids = s5_broker_ids
-                        o5._unknown_tags = u5
-                        add4(o5)
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("configs", pos)
-                else:
-                    s3_configs = _wire.KeyedList()
-                    add6 = s3_configs.append
-                    for _ in range(n):
-                        size = buf[pos]
-                        if 0 < size < 0x80:
-                            stop = pos + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s7_name = buf[pos + 1 : stop].decode()
-                            pos = stop
-                        else:
-                            s7_name, pos = _wire.read_compact_text(buf, pos, "name")
-                        size = buf[pos]
-                        if 0 < size < 0x80:
-                            stop = pos + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s7_value = buf[pos + 1 : stop].decode()
-                            pos = stop
-                        elif size == 0:
-                            s7_value = None
-                            pos += 1
-                        else:
-                            s7_value, pos = _wire.read_compact_string(buf, pos)
-                        u7 = _NO_TAGS
-                        if buf[pos] == 0:
-                            pos += 1
-                        else:
-                            count7, pos = _wire.read_tag_count(buf, pos)
-                            seen7: list[tuple[int, bytes]] = []
-                            for _ in range(count7):
-                                tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                seen7.append((tag7, bytes(buf[pos:end7])))
-                                pos = end7
-                            if seen7:
-                                u7 = tuple(seen7)
-                        o7 = _new(_C_Request__CreatableTopicConfig)
-                        o7.name = s7_name
-                        o7.value = s7_value
-                        o7._unknown_tags = u7
-                        add6(o7)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__CreatableTopic)
-                o3.name = s3_name
-                o3.num_partitions = s3_num_partitions
-                o3.replication_factor = s3_replication_factor
-                o3.assignments = s3_assignments
-                o3.configs = s3_configs
-                o3._unknown_tags = u3
-                add2(o3)
-        (s1_timeout_ms, s1_validate_only, t1,) = _F_ioB.unpack_from(buf, pos)
-        pos += 6
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(CreateTopicsRequest)
-        o1.topics = s1_topics
-        o1.timeout_ms = s1_timeout_ms
-        o1.validate_only = s1_validate_only
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreateTopicsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_CreateTopicsRequest_2(out: bytearray, o: CreateTopicsRequest) -> None:
@@ -836,21 +446,6 @@ def _r_CreateTopicsResponse_0(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
     return o1, pos
 
 
-def _w_CreateTopicsResponse_0(out: bytearray, o: CreateTopicsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_CreateTopicsResponse__CreatableTopicResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write CreateTopicsResponse: {exc}") from None
-
-
 def _r_CreateTopicsResponse_1(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
     s1_topics: list[Any]
     s3_error_message: str | None
@@ -903,21 +498,6 @@ def _r_CreateTopicsResponse_1(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateTopicsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_CreateTopicsResponse_1(out: bytearray, o: CreateTopicsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_CreateTopicsResponse__CreatableTopicResult_1(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write CreateTopicsResponse: {exc}") from None
 
 
 def _r_CreateTopicsResponse_2(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
@@ -974,22 +554,6 @@ def _r_CreateTopicsResponse_2(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateTopicsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_CreateTopicsResponse_2(out: bytearray, o: CreateTopicsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_CreateTopicsResponse__CreatableTopicResult_1(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write CreateTopicsResponse: {exc}") from None
 
 
 def _r_CreateTopicsResponse_3(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
@@ -1144,29 +708,6 @@ def _r_CreateTopicsResponse_3(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateTopicsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_CreateTopicsResponse_3(out: bytearray, o: CreateTopicsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_CreateTopicsResponse__CreatableTopicResult_2(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write CreateTopicsResponse: {exc}") from None
 
 
 def _r_CreateTopicsResponse_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
@@ -1330,192 +871,6 @@ def _r_CreateTopicsResponse_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
     return o1, pos
 
 
-def _w_CreateTopicsResponse_4(out: bytearray, o: CreateTopicsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_CreateTopicsResponse__CreatableTopicResult_3(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write CreateTopicsResponse: {exc}") from None
-
-
-def _w_CreateTopicsResponse__CreatableTopicConfigs_0(
-    out: bytearray,
-    o: CreateTopicsResponse.CreatableTopicConfigs,
-) -> None:
-    x: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.value
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_obo.pack(o.read_only, o.config_source, o.is_sensitive)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write CreatableTopicConfigs: {exc}") from None
-
-
-def _w_CreateTopicsResponse__CreatableTopicResult_0(
-    out: bytearray,
-    o: CreateTopicsResponse.CreatableTopicResult,
-) -> None:
-    x: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_h.pack(o.error_code)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write CreatableTopicResult: {exc}") from None
-
-
-def _w_CreateTopicsResponse__CreatableTopicResult_1(
-    out: bytearray,
-    o: CreateTopicsResponse.CreatableTopicResult,
-) -> None:
-    x: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        _wire.write_string(out, x)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write CreatableTopicResult: {exc}") from None
-
-
-def _w_CreateTopicsResponse__CreatableTopicResult_2(
-    out: bytearray,
-    o: CreateTopicsResponse.CreatableTopicResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_ih.pack(o.num_partitions, o.replication_factor)
-        x = o.configs
-        if x is None:
-            out += b'\x00'
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_CreateTopicsResponse__CreatableTopicConfigs_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if o.topic_config_error_code != 0:
-            t = bytearray()
-            x = o.topic_config_error_code
-            t += _F_h.pack(x)
-            tags.append((0, t))
-        if tags or o._unknown_tags:
-            _wire.write_tagged_fields(out, tags, o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write CreatableTopicResult: {exc}") from None
-
-
-def _w_CreateTopicsResponse__CreatableTopicResult_3(
-    out: bytearray,
-    o: CreateTopicsResponse.CreatableTopicResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.topic_id
-        _wire.write_uuid(out, x)
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_ih.pack(o.num_partitions, o.replication_factor)
-        x = o.configs
-        if x is None:
-            out += b'\x00'
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_CreateTopicsResponse__CreatableTopicConfigs_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if o.topic_config_error_code != 0:
-            t = bytearray()
-            x = o.topic_config_error_code
-            t += _F_h.pack(x)
-            tags.append((0, t))
-        if tags or o._unknown_tags:
-            _wire.write_tagged_fields(out, tags, o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write CreatableTopicResult: {exc}") from None
-
-
 _C_Request__CreatableReplicaAssignment = CreateTopicsRequest.CreatableReplicaAssignment
 _C_Request__CreatableTopicConfig = CreateTopicsRequest.CreatableTopicConfig
 _C_Request__CreatableTopic = CreateTopicsRequest.CreatableTopic
@@ -1570,16 +925,7 @@ _C_Request__CreatableTopic._FIELDS = (
         False,
     ),
 )
-CreateTopicsRequest._READERS = {
-    0: _r_CreateTopicsRequest_0,
-    1: _r_CreateTopicsRequest_1,
-    2: _r_CreateTopicsRequest_1,
-    3: _r_CreateTopicsRequest_1,
-    4: _r_CreateTopicsRequest_1,
-    5: _r_CreateTopicsRequest_2,
-    6: _r_CreateTopicsRequest_2,
-    7: _r_CreateTopicsRequest_2,
-}
+CreateTopicsRequest._READERS = codec_path.broker_side(CreateTopicsRequest, '_READERS')
 CreateTopicsRequest._WRITERS = {
     0: _w_CreateTopicsRequest_0,
     1: _w_CreateTopicsRequest_1,
@@ -1758,16 +1104,7 @@ CreateTopicsResponse._READERS = {
     6: _r_CreateTopicsResponse_3,
     7: _r_CreateTopicsResponse_4,
 }
-CreateTopicsResponse._WRITERS = {
-    0: _w_CreateTopicsResponse_0,
-    1: _w_CreateTopicsResponse_1,
-    2: _w_CreateTopicsResponse_2,
-    3: _w_CreateTopicsResponse_2,
-    4: _w_CreateTopicsResponse_2,
-    5: _w_CreateTopicsResponse_3,
-    6: _w_CreateTopicsResponse_3,
-    7: _w_CreateTopicsResponse_4,
-}
+CreateTopicsResponse._WRITERS = codec_path.broker_side(CreateTopicsResponse, '_WRITERS')
 _N_CreateTopicsResponse__CreatableTopicConfigs_0 = (
     _C_Response__CreatableTopicConfigs,
     True,

@@ -153,69 +153,6 @@ class DeleteAclsResponse(KafkaMessage):
 DeleteAclsRequest.RESPONSE_CLASS = DeleteAclsResponse
 
 
-def _r_DeleteAclsRequest_0(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
-    s1_filters: list[Any]
-    s3_host_filter: str | None
-    s3_principal_filter: str | None
-    s3_resource_name_filter: str | None
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("filters", pos)
-        else:
-            s1_filters = []
-            add2 = s1_filters.append
-            for _ in range(n):
-                (s3_resource_type_filter,) = _F_b.unpack_from(buf, pos)
-                pos += 1
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_resource_name_filter = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_resource_name_filter, pos = _wire.read_string(buf, pos)
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_principal_filter = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_principal_filter, pos = _wire.read_string(buf, pos)
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_host_filter = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_host_filter, pos = _wire.read_string(buf, pos)
-                (s3_operation, s3_permission_type,) = _F_bb.unpack_from(buf, pos)
-                pos += 2
-                o3 = _new(_C_Request__DeleteAclsFilter)
-                o3.resource_type_filter = s3_resource_type_filter
-                o3.resource_name_filter = s3_resource_name_filter
-                o3.pattern_type_filter = 3
-                o3.principal_filter = s3_principal_filter
-                o3.host_filter = s3_host_filter
-                o3.operation = s3_operation
-                o3.permission_type = s3_permission_type
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(DeleteAclsRequest)
-        o1.filters = s1_filters
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteAclsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_DeleteAclsRequest_0(out: bytearray, o: DeleteAclsRequest) -> None:
     x: Any
     item: Any
@@ -231,71 +168,6 @@ def _w_DeleteAclsRequest_0(out: bytearray, o: DeleteAclsRequest) -> None:
         raise EncodeError(f"cannot write DeleteAclsRequest: {exc}") from None
 
 
-def _r_DeleteAclsRequest_1(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
-    s1_filters: list[Any]
-    s3_host_filter: str | None
-    s3_principal_filter: str | None
-    s3_resource_name_filter: str | None
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("filters", pos)
-        else:
-            s1_filters = []
-            add2 = s1_filters.append
-            for _ in range(n):
-                (s3_resource_type_filter,) = _F_b.unpack_from(buf, pos)
-                pos += 1
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_resource_name_filter = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_resource_name_filter, pos = _wire.read_string(buf, pos)
-                (s3_pattern_type_filter,) = _F_b.unpack_from(buf, pos)
-                pos += 1
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_principal_filter = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_principal_filter, pos = _wire.read_string(buf, pos)
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_host_filter = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_host_filter, pos = _wire.read_string(buf, pos)
-                (s3_operation, s3_permission_type,) = _F_bb.unpack_from(buf, pos)
-                pos += 2
-                o3 = _new(_C_Request__DeleteAclsFilter)
-                o3.resource_type_filter = s3_resource_type_filter
-                o3.resource_name_filter = s3_resource_name_filter
-                o3.pattern_type_filter = s3_pattern_type_filter
-                o3.principal_filter = s3_principal_filter
-                o3.host_filter = s3_host_filter
-                o3.operation = s3_operation
-                o3.permission_type = s3_permission_type
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(DeleteAclsRequest)
-        o1.filters = s1_filters
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteAclsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_DeleteAclsRequest_1(out: bytearray, o: DeleteAclsRequest) -> None:
     x: Any
     item: Any
@@ -309,107 +181,6 @@ def _w_DeleteAclsRequest_1(out: bytearray, o: DeleteAclsRequest) -> None:
                 _w_DeleteAclsRequest__DeleteAclsFilter_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write DeleteAclsRequest: {exc}") from None
-
-
-def _r_DeleteAclsRequest_2(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
-    s1_filters: list[Any]
-    s3_host_filter: str | None
-    s3_principal_filter: str | None
-    s3_resource_name_filter: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("filters", pos)
-        else:
-            s1_filters = []
-            add2 = s1_filters.append
-            for _ in range(n):
-                (s3_resource_type_filter, size,) = _F_bB.unpack_from(buf, pos)
-                pos += 1
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_resource_name_filter = buf[pos + 1 : stop].decode()
-                    pos = stop
-                elif size == 0:
-                    s3_resource_name_filter = None
-                    pos += 1
-                else:
-                    s3_resource_name_filter, pos = _wire.read_compact_string(buf, pos)
-                (s3_pattern_type_filter, size,) = _F_bB.unpack_from(buf, pos)
-                pos += 1
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_principal_filter = buf[pos + 1 : stop].decode()
-                    pos = stop
-                elif size == 0:
-                    s3_principal_filter = None
-                    pos += 1
-                else:
-                    s3_principal_filter, pos = _wire.read_compact_string(buf, pos)
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host_filter = buf[pos + 1 : stop].decode()
-                    pos = stop
-                elif size == 0:
-                    s3_host_filter = None
-                    pos += 1
-                else:
-                    s3_host_filter, pos = _wire.read_compact_string(buf, pos)
-                (s3_operation, s3_permission_type, t3,) = _F_bbB.unpack_from(buf, pos)
-                pos += 3
-                u3 = _NO_TAGS
-                if t3:
-                    pos -= 1
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__DeleteAclsFilter)
-                o3.resource_type_filter = s3_resource_type_filter
-                o3.resource_name_filter = s3_resource_name_filter
-                o3.pattern_type_filter = s3_pattern_type_filter
-                o3.principal_filter = s3_principal_filter
-                o3.host_filter = s3_host_filter
-                o3.operation = s3_operation
-                o3.permission_type = s3_permission_type
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DeleteAclsRequest)
-        o1.filters = s1_filters
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteAclsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_DeleteAclsRequest_2(out: bytearray, o: DeleteAclsRequest) -> None:
@@ -613,22 +384,6 @@ def _r_DeleteAclsResponse_0(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int
     return o1, pos
 
 
-def _w_DeleteAclsResponse_0(out: bytearray, o: DeleteAclsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.filter_results
-        if x is None:
-            raise EncodeError("field filter_results is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DeleteAclsResponse__DeleteAclsFilterResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteAclsResponse: {exc}") from None
-
-
 def _r_DeleteAclsResponse_1(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int]:
     s1_filter_results: list[Any]
     s3_error_message: str | None
@@ -738,22 +493,6 @@ def _r_DeleteAclsResponse_1(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteAclsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_DeleteAclsResponse_1(out: bytearray, o: DeleteAclsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.filter_results
-        if x is None:
-            raise EncodeError("field filter_results is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DeleteAclsResponse__DeleteAclsFilterResult_1(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteAclsResponse: {exc}") from None
 
 
 def _r_DeleteAclsResponse_2(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int]:
@@ -909,213 +648,6 @@ def _r_DeleteAclsResponse_2(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int
     return o1, pos
 
 
-def _w_DeleteAclsResponse_2(out: bytearray, o: DeleteAclsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.filter_results
-        if x is None:
-            raise EncodeError("field filter_results is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DeleteAclsResponse__DeleteAclsFilterResult_2(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteAclsResponse: {exc}") from None
-
-
-def _w_DeleteAclsResponse__DeleteAclsMatchingAcl_0(
-    out: bytearray,
-    o: DeleteAclsResponse.DeleteAclsMatchingAcl,
-) -> None:
-    x: Any
-    try:
-        if o.pattern_type != 3:
-            raise EncodeError("field pattern_type has a non-default value but does not exist at this version")
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        _wire.write_string(out, x)
-        out += _F_b.pack(o.resource_type)
-        x = o.resource_name
-        if x is None:
-            raise EncodeError("field resource_name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.principal
-        if x is None:
-            raise EncodeError("field principal is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.host
-        if x is None:
-            raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_bb.pack(o.operation, o.permission_type)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteAclsMatchingAcl: {exc}") from None
-
-
-def _w_DeleteAclsResponse__DeleteAclsMatchingAcl_1(
-    out: bytearray,
-    o: DeleteAclsResponse.DeleteAclsMatchingAcl,
-) -> None:
-    x: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        _wire.write_string(out, x)
-        out += _F_b.pack(o.resource_type)
-        x = o.resource_name
-        if x is None:
-            raise EncodeError("field resource_name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_b.pack(o.pattern_type)
-        x = o.principal
-        if x is None:
-            raise EncodeError("field principal is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.host
-        if x is None:
-            raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_bb.pack(o.operation, o.permission_type)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteAclsMatchingAcl: {exc}") from None
-
-
-def _w_DeleteAclsResponse__DeleteAclsMatchingAcl_2(
-    out: bytearray,
-    o: DeleteAclsResponse.DeleteAclsMatchingAcl,
-) -> None:
-    x: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_b.pack(o.resource_type)
-        x = o.resource_name
-        if x is None:
-            raise EncodeError("field resource_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_b.pack(o.pattern_type)
-        x = o.principal
-        if x is None:
-            raise EncodeError("field principal is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.host
-        if x is None:
-            raise EncodeError("field host is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_bb.pack(o.operation, o.permission_type)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteAclsMatchingAcl: {exc}") from None
-
-
-def _w_DeleteAclsResponse__DeleteAclsFilterResult_0(
-    out: bytearray,
-    o: DeleteAclsResponse.DeleteAclsFilterResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        _wire.write_string(out, x)
-        x = o.matching_acls
-        if x is None:
-            raise EncodeError("field matching_acls is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DeleteAclsResponse__DeleteAclsMatchingAcl_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteAclsFilterResult: {exc}") from None
-
-
-def _w_DeleteAclsResponse__DeleteAclsFilterResult_1(
-    out: bytearray,
-    o: DeleteAclsResponse.DeleteAclsFilterResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        _wire.write_string(out, x)
-        x = o.matching_acls
-        if x is None:
-            raise EncodeError("field matching_acls is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DeleteAclsResponse__DeleteAclsMatchingAcl_1(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteAclsFilterResult: {exc}") from None
-
-
-def _w_DeleteAclsResponse__DeleteAclsFilterResult_2(
-    out: bytearray,
-    o: DeleteAclsResponse.DeleteAclsFilterResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.matching_acls
-        if x is None:
-            raise EncodeError("field matching_acls is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DeleteAclsResponse__DeleteAclsMatchingAcl_2(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteAclsFilterResult: {exc}") from None
-
-
 _C_Request__DeleteAclsFilter = DeleteAclsRequest.DeleteAclsFilter
 
 DeleteAclsRequest._FIELDS = (
@@ -1170,12 +702,7 @@ _C_Request__DeleteAclsFilter._FIELDS = (
     FieldInfo('operation', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo('permission_type', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
-DeleteAclsRequest._READERS = {
-    0: _r_DeleteAclsRequest_0,
-    1: _r_DeleteAclsRequest_1,
-    2: _r_DeleteAclsRequest_2,
-    3: _r_DeleteAclsRequest_2,
-}
+DeleteAclsRequest._READERS = codec_path.broker_side(DeleteAclsRequest, '_READERS')
 DeleteAclsRequest._WRITERS = {
     0: _w_DeleteAclsRequest_0,
     1: _w_DeleteAclsRequest_1,
@@ -1323,12 +850,7 @@ DeleteAclsResponse._READERS = {
     2: _r_DeleteAclsResponse_2,
     3: _r_DeleteAclsResponse_2,
 }
-DeleteAclsResponse._WRITERS = {
-    0: _w_DeleteAclsResponse_0,
-    1: _w_DeleteAclsResponse_1,
-    2: _w_DeleteAclsResponse_2,
-    3: _w_DeleteAclsResponse_2,
-}
+DeleteAclsResponse._WRITERS = codec_path.broker_side(DeleteAclsResponse, '_WRITERS')
 _N_DeleteAclsResponse__DeleteAclsMatchingAcl_0 = (
     _C_Response__DeleteAclsMatchingAcl,
     False,

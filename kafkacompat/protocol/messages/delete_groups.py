@@ -74,29 +74,6 @@ class DeleteGroupsResponse(KafkaMessage):
 DeleteGroupsRequest.RESPONSE_CLASS = DeleteGroupsResponse
 
 
-def _r_DeleteGroupsRequest_0(buf: Any, pos: int) -> tuple[DeleteGroupsRequest, int]:
-    item: Any
-    s1_groups_names: list[Any]
-    try:
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("groups_names", pos)
-        else:
-            s1_groups_names = []
-            add2 = s1_groups_names.append
-            for _ in range(n):
-                item, pos = _wire.read_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("groups_names[]", pos)
-                add2(item)
-        o1 = _new(DeleteGroupsRequest)
-        o1.groups_names = s1_groups_names
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteGroupsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_DeleteGroupsRequest_0(out: bytearray, o: DeleteGroupsRequest) -> None:
     x: Any
     item: Any
@@ -112,53 +89,6 @@ def _w_DeleteGroupsRequest_0(out: bytearray, o: DeleteGroupsRequest) -> None:
                 _wire.write_string(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write DeleteGroupsRequest: {exc}") from None
-
-
-def _r_DeleteGroupsRequest_1(buf: Any, pos: int) -> tuple[DeleteGroupsRequest, int]:
-    item: Any
-    s1_groups_names: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("groups_names", pos)
-        else:
-            s1_groups_names = []
-            add2 = s1_groups_names.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    item, pos = _wire.read_compact_text(buf, pos, "groups_names[]")
-                add2(item)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DeleteGroupsRequest)
-        o1.groups_names = s1_groups_names
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteGroupsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_DeleteGroupsRequest_1(out: bytearray, o: DeleteGroupsRequest) -> None:
@@ -231,22 +161,6 @@ def _r_DeleteGroupsResponse_0(buf: Any, pos: int) -> tuple[DeleteGroupsResponse,
     return o1, pos
 
 
-def _w_DeleteGroupsResponse_0(out: bytearray, o: DeleteGroupsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DeleteGroupsResponse__DeletableGroupResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteGroupsResponse: {exc}") from None
-
-
 def _r_DeleteGroupsResponse_1(buf: Any, pos: int) -> tuple[DeleteGroupsResponse, int]:
     s1_results: list[Any]
     u1: tuple[tuple[int, bytes], ...]
@@ -313,29 +227,6 @@ def _r_DeleteGroupsResponse_1(buf: Any, pos: int) -> tuple[DeleteGroupsResponse,
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteGroupsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_DeleteGroupsResponse_1(out: bytearray, o: DeleteGroupsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DeleteGroupsResponse__DeletableGroupResult_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteGroupsResponse: {exc}") from None
 
 
 def _r_DeleteGroupsResponse_2(buf: Any, pos: int) -> tuple[DeleteGroupsResponse, int]:
@@ -419,109 +310,11 @@ def _r_DeleteGroupsResponse_2(buf: Any, pos: int) -> tuple[DeleteGroupsResponse,
     return o1, pos
 
 
-def _w_DeleteGroupsResponse_2(out: bytearray, o: DeleteGroupsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DeleteGroupsResponse__DeletableGroupResult_2(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteGroupsResponse: {exc}") from None
-
-
-def _w_DeleteGroupsResponse__DeletableGroupResult_0(
-    out: bytearray,
-    o: DeleteGroupsResponse.DeletableGroupResult,
-) -> None:
-    x: Any
-    try:
-        x = o.group_id
-        if x is None:
-            raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_h.pack(o.error_code)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeletableGroupResult: {exc}") from None
-
-
-def _w_DeleteGroupsResponse__DeletableGroupResult_1(
-    out: bytearray,
-    o: DeleteGroupsResponse.DeletableGroupResult,
-) -> None:
-    x: Any
-    try:
-        x = o.group_id
-        if x is None:
-            raise EncodeError("field group_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_h.pack(o.error_code)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeletableGroupResult: {exc}") from None
-
-
-def _w_DeleteGroupsResponse__DeletableGroupResult_2(
-    out: bytearray,
-    o: DeleteGroupsResponse.DeletableGroupResult,
-) -> None:
-    x: Any
-    try:
-        x = o.group_id
-        if x is None:
-            raise EncodeError("field group_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeletableGroupResult: {exc}") from None
-
-
 
 DeleteGroupsRequest._FIELDS = (
     FieldInfo('groups_names', 'string', None, True, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
-DeleteGroupsRequest._READERS = {
-    0: _r_DeleteGroupsRequest_0,
-    1: _r_DeleteGroupsRequest_0,
-    2: _r_DeleteGroupsRequest_1,
-    3: _r_DeleteGroupsRequest_1,
-}
+DeleteGroupsRequest._READERS = codec_path.broker_side(DeleteGroupsRequest, '_READERS')
 DeleteGroupsRequest._WRITERS = {
     0: _w_DeleteGroupsRequest_0,
     1: _w_DeleteGroupsRequest_0,
@@ -574,12 +367,7 @@ DeleteGroupsResponse._READERS = {
     2: _r_DeleteGroupsResponse_1,
     3: _r_DeleteGroupsResponse_2,
 }
-DeleteGroupsResponse._WRITERS = {
-    0: _w_DeleteGroupsResponse_0,
-    1: _w_DeleteGroupsResponse_0,
-    2: _w_DeleteGroupsResponse_1,
-    3: _w_DeleteGroupsResponse_2,
-}
+DeleteGroupsResponse._WRITERS = codec_path.broker_side(DeleteGroupsResponse, '_WRITERS')
 _N_DeleteGroupsResponse__DeletableGroupResult_0 = (
     _C_Response__DeletableGroupResult,
     False,

@@ -14,9 +14,7 @@ __all__ = ['DeleteRecordsRequest', 'DeleteRecordsResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
-_F_iB = struct.Struct(">iB")
 _F_iq = struct.Struct(">iq")
-_F_iqB = struct.Struct(">iqB")
 _F_iqh = struct.Struct(">iqh")
 _F_iqhB = struct.Struct(">iqhB")
 _NO_TAGS = _wire.EMPTY_TAGS
@@ -114,73 +112,6 @@ class DeleteRecordsResponse(KafkaMessage):
 DeleteRecordsRequest.RESPONSE_CLASS = DeleteRecordsResponse
 
 
-def _r_DeleteRecordsRequest_0(buf: Any, pos: int) -> tuple[DeleteRecordsRequest, int]:
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_string(buf, pos)
-                    if s3_name is None:
-                        raise _wire.null_error("name", pos)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop5 = pos + 12 * n
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    if stop5 <= buflen:
-                        for (s5_partition_index, s5_offset,) in _F_iq.iter_unpack(buf[pos:stop5]):
-                            o5 = _new(_C_Request__DeleteRecordsPartition)
-                            o5.partition_index = s5_partition_index
-                            o5.offset = s5_offset
-                            o5._unknown_tags = _NO_TAGS
-                            add4(o5)
-                        else:
-                            pos = stop5
-                            stop5 = -1
-                    if stop5 >= 0:  # some element carries tags, or the data is short
-                        s3_partitions = []
-                        add4 = s3_partitions.append
-                        for _ in range(n):
-                            (s6_partition_index, s6_offset,) = _F_iq.unpack_from(buf, pos)
-                            pos += 12
-                            o6 = _new(_C_Request__DeleteRecordsPartition)
-                            o6.partition_index = s6_partition_index
-                            o6.offset = s6_offset
-                            o6._unknown_tags = _NO_TAGS
-                            add4(o6)
-                o3 = _new(_C_Request__DeleteRecordsTopic)
-                o3.name = s3_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        (s1_timeout_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        o1 = _new(DeleteRecordsRequest)
-        o1.topics = s1_topics
-        o1.timeout_ms = s1_timeout_ms
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteRecordsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_DeleteRecordsRequest_0(out: bytearray, o: DeleteRecordsRequest) -> None:
     x: Any
     item: Any
@@ -195,118 +126,6 @@ def _w_DeleteRecordsRequest_0(out: bytearray, o: DeleteRecordsRequest) -> None:
         out += _F_i.pack(o.timeout_ms)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write DeleteRecordsRequest: {exc}") from None
-
-
-def _r_DeleteRecordsRequest_1(buf: Any, pos: int) -> tuple[DeleteRecordsRequest, int]:
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u6: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop5 = pos + 13 * n
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    if stop5 <= buflen:
-                        for (s5_partition_index, s5_offset, t5,) in _F_iqB.iter_unpack(buf[pos:stop5]):
-                            if t5:
-                                break
-                            o5 = _new(_C_Request__DeleteRecordsPartition)
-                            o5.partition_index = s5_partition_index
-                            o5.offset = s5_offset
-                            o5._unknown_tags = _NO_TAGS
-                            add4(o5)
-                        else:
-                            pos = stop5
-                            stop5 = -1
-                    if stop5 >= 0:  # some element carries tags, or the data is short
-                        s3_partitions = []
-                        add4 = s3_partitions.append
-                        for _ in range(n):
-                            (s6_partition_index, s6_offset, t6,) = _F_iqB.unpack_from(buf, pos)
-                            pos += 13
-                            u6 = _NO_TAGS
-                            if t6:
-                                pos -= 1
-                                count6, pos = _wire.read_tag_count(buf, pos)
-                                seen6: list[tuple[int, bytes]] = []
-                                for _ in range(count6):
-                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    seen6.append((tag6, bytes(buf[pos:end6])))
-                                    pos = end6
-                                if seen6:
-                                    u6 = tuple(seen6)
-                            o6 = _new(_C_Request__DeleteRecordsPartition)
-                            o6.partition_index = s6_partition_index
-                            o6.offset = s6_offset
-                            o6._unknown_tags = u6
-                            add4(o6)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__DeleteRecordsTopic)
-                o3.name = s3_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
-        (s1_timeout_ms, t1,) = _F_iB.unpack_from(buf, pos)
-        pos += 5
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DeleteRecordsRequest)
-        o1.topics = s1_topics
-        o1.timeout_ms = s1_timeout_ms
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteRecordsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_DeleteRecordsRequest_1(out: bytearray, o: DeleteRecordsRequest) -> None:
@@ -489,22 +308,6 @@ def _r_DeleteRecordsResponse_0(buf: Any, pos: int) -> tuple[DeleteRecordsRespons
     return o1, pos
 
 
-def _w_DeleteRecordsResponse_0(out: bytearray, o: DeleteRecordsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DeleteRecordsResponse__DeleteRecordsTopicResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteRecordsResponse: {exc}") from None
-
-
 def _r_DeleteRecordsResponse_1(buf: Any, pos: int) -> tuple[DeleteRecordsResponse, int]:
     s1_topics: list[Any]
     s3_partitions: list[Any]
@@ -630,109 +433,6 @@ def _r_DeleteRecordsResponse_1(buf: Any, pos: int) -> tuple[DeleteRecordsRespons
     return o1, pos
 
 
-def _w_DeleteRecordsResponse_1(out: bytearray, o: DeleteRecordsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DeleteRecordsResponse__DeleteRecordsTopicResult_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteRecordsResponse: {exc}") from None
-
-
-def _w_DeleteRecordsResponse__DeleteRecordsPartitionResult_0(
-    out: bytearray,
-    o: DeleteRecordsResponse.DeleteRecordsPartitionResult,
-) -> None:
-    try:
-        out += _F_iqh.pack(o.partition_index, o.low_watermark, o.error_code)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteRecordsPartitionResult: {exc}") from None
-
-
-def _w_DeleteRecordsResponse__DeleteRecordsPartitionResult_1(
-    out: bytearray,
-    o: DeleteRecordsResponse.DeleteRecordsPartitionResult,
-) -> None:
-    try:
-        out += _F_iqh.pack(o.partition_index, o.low_watermark, o.error_code)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteRecordsPartitionResult: {exc}") from None
-
-
-def _w_DeleteRecordsResponse__DeleteRecordsTopicResult_0(
-    out: bytearray,
-    o: DeleteRecordsResponse.DeleteRecordsTopicResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DeleteRecordsResponse__DeleteRecordsPartitionResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteRecordsTopicResult: {exc}") from None
-
-
-def _w_DeleteRecordsResponse__DeleteRecordsTopicResult_1(
-    out: bytearray,
-    o: DeleteRecordsResponse.DeleteRecordsTopicResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DeleteRecordsResponse__DeleteRecordsPartitionResult_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteRecordsTopicResult: {exc}") from None
-
-
 _C_Request__DeleteRecordsPartition = DeleteRecordsRequest.DeleteRecordsPartition
 _C_Request__DeleteRecordsTopic = DeleteRecordsRequest.DeleteRecordsTopic
 
@@ -768,11 +468,7 @@ _C_Request__DeleteRecordsTopic._FIELDS = (
         False,
     ),
 )
-DeleteRecordsRequest._READERS = {
-    0: _r_DeleteRecordsRequest_0,
-    1: _r_DeleteRecordsRequest_0,
-    2: _r_DeleteRecordsRequest_1,
-}
+DeleteRecordsRequest._READERS = codec_path.broker_side(DeleteRecordsRequest, '_READERS')
 DeleteRecordsRequest._WRITERS = {
     0: _w_DeleteRecordsRequest_0,
     1: _w_DeleteRecordsRequest_0,
@@ -867,11 +563,7 @@ DeleteRecordsResponse._READERS = {
     1: _r_DeleteRecordsResponse_0,
     2: _r_DeleteRecordsResponse_1,
 }
-DeleteRecordsResponse._WRITERS = {
-    0: _w_DeleteRecordsResponse_0,
-    1: _w_DeleteRecordsResponse_0,
-    2: _w_DeleteRecordsResponse_1,
-}
+DeleteRecordsResponse._WRITERS = codec_path.broker_side(DeleteRecordsResponse, '_WRITERS')
 _N_DeleteRecordsResponse__DeleteRecordsPartitionResult_0 = (
     _C_Response__DeleteRecordsPartitionResult,
     False,

@@ -14,9 +14,7 @@ __all__ = ['DeleteShareGroupOffsetsRequest', 'DeleteShareGroupOffsetsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
-_F_h = struct.Struct(">h")
 _F_hB = struct.Struct(">hB")
-_F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
 _UUID = uuid.UUID
@@ -96,78 +94,6 @@ class DeleteShareGroupOffsetsResponse(KafkaMessage):
 
 
 DeleteShareGroupOffsetsRequest.RESPONSE_CLASS = DeleteShareGroupOffsetsResponse
-
-
-def _r_DeleteShareGroupOffsetsRequest_0(buf: Any, pos: int) -> tuple[DeleteShareGroupOffsetsRequest, int]:
-    s1_topics: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__DeleteShareGroupOffsetsRequestTopic)
-                o3.topic_name = s3_topic_name
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DeleteShareGroupOffsetsRequest)
-        o1.group_id = s1_group_id
-        o1.topics = s1_topics
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteShareGroupOffsetsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_DeleteShareGroupOffsetsRequest_0(out: bytearray, o: DeleteShareGroupOffsetsRequest) -> None:
@@ -327,69 +253,6 @@ def _r_DeleteShareGroupOffsetsResponse_0(buf: Any, pos: int) -> tuple[DeleteShar
     return o1, pos
 
 
-def _w_DeleteShareGroupOffsetsResponse_0(out: bytearray, o: DeleteShareGroupOffsetsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.responses
-        if x is None:
-            raise EncodeError("field responses is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DeleteShareGroupOffsetsResponse__DeleteShareGroupOffsetsResponseTopic_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteShareGroupOffsetsResponse: {exc}") from None
-
-
-def _w_DeleteShareGroupOffsetsResponse__DeleteShareGroupOffsetsResponseTopic_0(
-    out: bytearray,
-    o: DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic,
-) -> None:
-    x: Any
-    try:
-        x = o.topic_name
-        if x is None:
-            raise EncodeError("field topic_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.topic_id
-        _wire.write_uuid(out, x)
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteShareGroupOffsetsResponseTopic: {exc}") from None
-
-
 _C_Request__DeleteShareGroupOffsetsRequestTopic = (
     DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic
 )
@@ -411,7 +274,7 @@ DeleteShareGroupOffsetsRequest._FIELDS = (
 _C_Request__DeleteShareGroupOffsetsRequestTopic._FIELDS = (
     FieldInfo('topic_name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
-DeleteShareGroupOffsetsRequest._READERS = {0: _r_DeleteShareGroupOffsetsRequest_0}
+DeleteShareGroupOffsetsRequest._READERS = codec_path.broker_side(DeleteShareGroupOffsetsRequest, '_READERS')
 DeleteShareGroupOffsetsRequest._WRITERS = {0: _w_DeleteShareGroupOffsetsRequest_0}
 _N_DeleteShareGroupOffsetsRequest__DeleteShareGroupOffsetsRequestTopic_0 = (
     _C_Request__DeleteShareGroupOffsetsRequestTopic,
@@ -479,7 +342,7 @@ _C_Response__DeleteShareGroupOffsetsResponseTopic._FIELDS = (
     ),
 )
 DeleteShareGroupOffsetsResponse._READERS = {0: _r_DeleteShareGroupOffsetsResponse_0}
-DeleteShareGroupOffsetsResponse._WRITERS = {0: _w_DeleteShareGroupOffsetsResponse_0}
+DeleteShareGroupOffsetsResponse._WRITERS = codec_path.broker_side(DeleteShareGroupOffsetsResponse, '_WRITERS')
 _N_DeleteShareGroupOffsetsResponse__DeleteShareGroupOffsetsResponseTopic_0 = (
     _C_Response__DeleteShareGroupOffsetsResponseTopic,
     True,

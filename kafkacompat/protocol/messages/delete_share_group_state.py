@@ -15,8 +15,6 @@ __all__ = ['DeleteShareGroupStateRequest', 'DeleteShareGroupStateResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
-_F_iB = struct.Struct(">iB")
-_F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
 _UUID = uuid.UUID
@@ -116,122 +114,6 @@ class DeleteShareGroupStateResponse(KafkaMessage):
 
 
 DeleteShareGroupStateRequest.RESPONSE_CLASS = DeleteShareGroupStateResponse
-
-
-def _r_DeleteShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[DeleteShareGroupStateRequest, int]:
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u6: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                stop = pos + 16
-                if stop > buflen:
-                    raise DecodeError("uuid runs past the end of the data", offset=pos)
-                s3_topic_id = _new(_UUID)
-                _set(s3_topic_id, "int", _from_bytes(buf[pos:stop]))
-                _set(s3_topic_id, "is_safe", _UUID_SAFE)
-                pos = stop
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop5 = pos + 5 * n
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    if stop5 <= buflen:
-                        for (s5_partition, t5,) in _F_iB.iter_unpack(buf[pos:stop5]):
-                            if t5:
-                                break
-                            o5 = _new(_C_Request__PartitionData)
-                            o5.partition = s5_partition
-                            o5._unknown_tags = _NO_TAGS
-                            add4(o5)
-                        else:
-                            pos = stop5
-                            stop5 = -1
-                    if stop5 >= 0:  # some element carries tags, or the data is short
-                        s3_partitions = []
-                        add4 = s3_partitions.append
-                        for _ in range(n):
-                            (s6_partition, t6,) = _F_iB.unpack_from(buf, pos)
-                            pos += 5
-                            u6 = _NO_TAGS
-                            if t6:
-                                pos -= 1
-                                count6, pos = _wire.read_tag_count(buf, pos)
-                                seen6: list[tuple[int, bytes]] = []
-                                for _ in range(count6):
-                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    seen6.append((tag6, bytes(buf[pos:end6])))
-                                    pos = end6
-                                if seen6:
-                                    u6 = tuple(seen6)
-                            o6 = _new(_C_Request__PartitionData)
-                            o6.partition = s6_partition
-                            o6._unknown_tags = u6
-                            add4(o6)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__DeleteStateData)
-                o3.topic_id = s3_topic_id
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DeleteShareGroupStateRequest)
-        o1.group_id = s1_group_id
-        o1.topics = s1_topics
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteShareGroupStateRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_DeleteShareGroupStateRequest_0(out: bytearray, o: DeleteShareGroupStateRequest) -> None:
@@ -412,77 +294,6 @@ def _r_DeleteShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[DeleteShareG
     return o1, pos
 
 
-def _w_DeleteShareGroupStateResponse_0(out: bytearray, o: DeleteShareGroupStateResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DeleteShareGroupStateResponse__DeleteStateResult_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteShareGroupStateResponse: {exc}") from None
-
-
-def _w_DeleteShareGroupStateResponse__PartitionResult_0(
-    out: bytearray,
-    o: DeleteShareGroupStateResponse.PartitionResult,
-) -> None:
-    x: Any
-    try:
-        out += _F_ih.pack(o.partition, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write PartitionResult: {exc}") from None
-
-
-def _w_DeleteShareGroupStateResponse__DeleteStateResult_0(
-    out: bytearray,
-    o: DeleteShareGroupStateResponse.DeleteStateResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic_id
-        _wire.write_uuid(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DeleteShareGroupStateResponse__PartitionResult_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteStateResult: {exc}") from None
-
-
 _C_Request__PartitionData = DeleteShareGroupStateRequest.PartitionData
 _C_Request__DeleteStateData = DeleteShareGroupStateRequest.DeleteStateData
 
@@ -517,7 +328,7 @@ _C_Request__DeleteStateData._FIELDS = (
         False,
     ),
 )
-DeleteShareGroupStateRequest._READERS = {0: _r_DeleteShareGroupStateRequest_0}
+DeleteShareGroupStateRequest._READERS = codec_path.broker_side(DeleteShareGroupStateRequest, '_READERS')
 DeleteShareGroupStateRequest._WRITERS = {0: _w_DeleteShareGroupStateRequest_0}
 _N_DeleteShareGroupStateRequest__PartitionData_0 = (
     _C_Request__PartitionData,
@@ -588,7 +399,7 @@ _C_Response__DeleteStateResult._FIELDS = (
     ),
 )
 DeleteShareGroupStateResponse._READERS = {0: _r_DeleteShareGroupStateResponse_0}
-DeleteShareGroupStateResponse._WRITERS = {0: _w_DeleteShareGroupStateResponse_0}
+DeleteShareGroupStateResponse._WRITERS = codec_path.broker_side(DeleteShareGroupStateResponse, '_WRITERS')
 _N_DeleteShareGroupStateResponse__PartitionResult_0 = (
     _C_Response__PartitionResult,
     True,

@@ -17,7 +17,6 @@ _NONE = VersionRange.NONE
 _F_h = struct.Struct(">h")
 _F_hB = struct.Struct(">hB")
 _F_i = struct.Struct(">i")
-_F_iB = struct.Struct(">iB")
 _NO_TAGS = _wire.EMPTY_TAGS
 _UUID = uuid.UUID
 _UUID_SAFE = uuid.SafeUUID.unknown
@@ -105,33 +104,6 @@ class DeleteTopicsResponse(KafkaMessage):
 DeleteTopicsRequest.RESPONSE_CLASS = DeleteTopicsResponse
 
 
-def _r_DeleteTopicsRequest_0(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
-    item: Any
-    s1_topic_names: list[Any]
-    try:
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topic_names", pos)
-        else:
-            s1_topic_names = []
-            add2 = s1_topic_names.append
-            for _ in range(n):
-                item, pos = _wire.read_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("topic_names[]", pos)
-                add2(item)
-        (s1_timeout_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        o1 = _new(DeleteTopicsRequest)
-        o1.topics = []
-        o1.topic_names = s1_topic_names
-        o1.timeout_ms = s1_timeout_ms
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteTopicsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_DeleteTopicsRequest_0(out: bytearray, o: DeleteTopicsRequest) -> None:
     x: Any
     item: Any
@@ -150,56 +122,6 @@ def _w_DeleteTopicsRequest_0(out: bytearray, o: DeleteTopicsRequest) -> None:
         out += _F_i.pack(o.timeout_ms)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write DeleteTopicsRequest: {exc}") from None
-
-
-def _r_DeleteTopicsRequest_1(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
-    item: Any
-    s1_topic_names: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topic_names", pos)
-        else:
-            s1_topic_names = []
-            add2 = s1_topic_names.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    item, pos = _wire.read_compact_text(buf, pos, "topic_names[]")
-                add2(item)
-        (s1_timeout_ms, t1,) = _F_iB.unpack_from(buf, pos)
-        pos += 5
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DeleteTopicsRequest)
-        o1.topics = []
-        o1.topic_names = s1_topic_names
-        o1.timeout_ms = s1_timeout_ms
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteTopicsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_DeleteTopicsRequest_1(out: bytearray, o: DeleteTopicsRequest) -> None:
@@ -232,83 +154,6 @@ def _w_DeleteTopicsRequest_1(out: bytearray, o: DeleteTopicsRequest) -> None:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write DeleteTopicsRequest: {exc}") from None
-
-
-def _r_DeleteTopicsRequest_2(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
-    s1_topics: list[Any]
-    s3_name: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                elif size == 0:
-                    s3_name = None
-                    pos += 1
-                else:
-                    s3_name, pos = _wire.read_compact_string(buf, pos)
-                stop = pos + 16
-                if stop > buflen:
-                    raise DecodeError("uuid runs past the end of the data", offset=pos)
-                s3_topic_id = _new(_UUID)
-                _set(s3_topic_id, "int", _from_bytes(buf[pos:stop]))
-                _set(s3_topic_id, "is_safe", _UUID_SAFE)
-                pos = stop
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__DeleteTopicState)
-                o3.name = s3_name
-                o3.topic_id = s3_topic_id
-                o3._unknown_tags = u3
-                add2(o3)
-        (s1_timeout_ms, t1,) = _F_iB.unpack_from(buf, pos)
-        pos += 5
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DeleteTopicsRequest)
-        o1.topics = s1_topics
-        o1.topic_names = []
-        o1.timeout_ms = s1_timeout_ms
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteTopicsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_DeleteTopicsRequest_2(out: bytearray, o: DeleteTopicsRequest) -> None:
@@ -397,21 +242,6 @@ def _r_DeleteTopicsResponse_0(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
     return o1, pos
 
 
-def _w_DeleteTopicsResponse_0(out: bytearray, o: DeleteTopicsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.responses
-        if x is None:
-            raise EncodeError("field responses is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DeleteTopicsResponse__DeletableTopicResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteTopicsResponse: {exc}") from None
-
-
 def _r_DeleteTopicsResponse_1(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
     s1_responses: list[Any]
     try:
@@ -452,22 +282,6 @@ def _r_DeleteTopicsResponse_1(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteTopicsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_DeleteTopicsResponse_1(out: bytearray, o: DeleteTopicsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.responses
-        if x is None:
-            raise EncodeError("field responses is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DeleteTopicsResponse__DeletableTopicResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteTopicsResponse: {exc}") from None
 
 
 def _r_DeleteTopicsResponse_2(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
@@ -537,29 +351,6 @@ def _r_DeleteTopicsResponse_2(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteTopicsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_DeleteTopicsResponse_2(out: bytearray, o: DeleteTopicsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.responses
-        if x is None:
-            raise EncodeError("field responses is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DeleteTopicsResponse__DeletableTopicResult_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteTopicsResponse: {exc}") from None
 
 
 def _r_DeleteTopicsResponse_3(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
@@ -642,29 +433,6 @@ def _r_DeleteTopicsResponse_3(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteTopicsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_DeleteTopicsResponse_3(out: bytearray, o: DeleteTopicsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.responses
-        if x is None:
-            raise EncodeError("field responses is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DeleteTopicsResponse__DeletableTopicResult_2(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteTopicsResponse: {exc}") from None
 
 
 def _r_DeleteTopicsResponse_4(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
@@ -760,130 +528,6 @@ def _r_DeleteTopicsResponse_4(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
     return o1, pos
 
 
-def _w_DeleteTopicsResponse_4(out: bytearray, o: DeleteTopicsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.responses
-        if x is None:
-            raise EncodeError("field responses is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DeleteTopicsResponse__DeletableTopicResult_3(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeleteTopicsResponse: {exc}") from None
-
-
-def _w_DeleteTopicsResponse__DeletableTopicResult_0(
-    out: bytearray,
-    o: DeleteTopicsResponse.DeletableTopicResult,
-) -> None:
-    x: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_h.pack(o.error_code)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeletableTopicResult: {exc}") from None
-
-
-def _w_DeleteTopicsResponse__DeletableTopicResult_1(
-    out: bytearray,
-    o: DeleteTopicsResponse.DeletableTopicResult,
-) -> None:
-    x: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_h.pack(o.error_code)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeletableTopicResult: {exc}") from None
-
-
-def _w_DeleteTopicsResponse__DeletableTopicResult_2(
-    out: bytearray,
-    o: DeleteTopicsResponse.DeletableTopicResult,
-) -> None:
-    x: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeletableTopicResult: {exc}") from None
-
-
-def _w_DeleteTopicsResponse__DeletableTopicResult_3(
-    out: bytearray,
-    o: DeleteTopicsResponse.DeletableTopicResult,
-) -> None:
-    x: Any
-    try:
-        x = o.name
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.topic_id
-        _wire.write_uuid(out, x)
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DeletableTopicResult: {exc}") from None
-
-
 _C_Request__DeleteTopicState = DeleteTopicsRequest.DeleteTopicState
 
 DeleteTopicsRequest._FIELDS = (
@@ -905,15 +549,7 @@ _C_Request__DeleteTopicState._FIELDS = (
     FieldInfo('name', 'string', None, False, VersionRange(6, 6), VersionRange(6, 32767), _NONE, None, False),
     FieldInfo('topic_id', 'uuid', None, False, VersionRange(6, 6), _NONE, _NONE, None, False),
 )
-DeleteTopicsRequest._READERS = {
-    0: _r_DeleteTopicsRequest_0,
-    1: _r_DeleteTopicsRequest_0,
-    2: _r_DeleteTopicsRequest_0,
-    3: _r_DeleteTopicsRequest_0,
-    4: _r_DeleteTopicsRequest_1,
-    5: _r_DeleteTopicsRequest_1,
-    6: _r_DeleteTopicsRequest_2,
-}
+DeleteTopicsRequest._READERS = codec_path.broker_side(DeleteTopicsRequest, '_READERS')
 DeleteTopicsRequest._WRITERS = {
     0: _w_DeleteTopicsRequest_0,
     1: _w_DeleteTopicsRequest_0,
@@ -1002,15 +638,7 @@ DeleteTopicsResponse._READERS = {
     5: _r_DeleteTopicsResponse_3,
     6: _r_DeleteTopicsResponse_4,
 }
-DeleteTopicsResponse._WRITERS = {
-    0: _w_DeleteTopicsResponse_0,
-    1: _w_DeleteTopicsResponse_1,
-    2: _w_DeleteTopicsResponse_1,
-    3: _w_DeleteTopicsResponse_1,
-    4: _w_DeleteTopicsResponse_2,
-    5: _w_DeleteTopicsResponse_3,
-    6: _w_DeleteTopicsResponse_4,
-}
+DeleteTopicsResponse._WRITERS = codec_path.broker_side(DeleteTopicsResponse, '_WRITERS')
 _N_DeleteTopicsResponse__DeletableTopicResult_0 = (
     _C_Response__DeletableTopicResult,
     False,

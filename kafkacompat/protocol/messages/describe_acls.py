@@ -130,57 +130,6 @@ class DescribeAclsResponse(KafkaMessage):
 DescribeAclsRequest.RESPONSE_CLASS = DescribeAclsResponse
 
 
-def _r_DescribeAclsRequest_0(buf: Any, pos: int) -> tuple[DescribeAclsRequest, int]:
-    s1_host_filter: str | None
-    s1_principal_filter: str | None
-    s1_resource_name_filter: str | None
-    try:
-        buflen = len(buf)
-        (s1_resource_type_filter,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_resource_name_filter = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_resource_name_filter, pos = _wire.read_string(buf, pos)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_principal_filter = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_principal_filter, pos = _wire.read_string(buf, pos)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_host_filter = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_host_filter, pos = _wire.read_string(buf, pos)
-        (s1_operation, s1_permission_type,) = _F_bb.unpack_from(buf, pos)
-        pos += 2
-        o1 = _new(DescribeAclsRequest)
-        o1.resource_type_filter = s1_resource_type_filter
-        o1.resource_name_filter = s1_resource_name_filter
-        o1.pattern_type_filter = 3
-        o1.principal_filter = s1_principal_filter
-        o1.host_filter = s1_host_filter
-        o1.operation = s1_operation
-        o1.permission_type = s1_permission_type
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeAclsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_DescribeAclsRequest_0(out: bytearray, o: DescribeAclsRequest) -> None:
     x: Any
     try:
@@ -200,59 +149,6 @@ def _w_DescribeAclsRequest_0(out: bytearray, o: DescribeAclsRequest) -> None:
         raise EncodeError(f"cannot write DescribeAclsRequest: {exc}") from None
 
 
-def _r_DescribeAclsRequest_1(buf: Any, pos: int) -> tuple[DescribeAclsRequest, int]:
-    s1_host_filter: str | None
-    s1_principal_filter: str | None
-    s1_resource_name_filter: str | None
-    try:
-        buflen = len(buf)
-        (s1_resource_type_filter,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_resource_name_filter = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_resource_name_filter, pos = _wire.read_string(buf, pos)
-        (s1_pattern_type_filter,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_principal_filter = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_principal_filter, pos = _wire.read_string(buf, pos)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_host_filter = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_host_filter, pos = _wire.read_string(buf, pos)
-        (s1_operation, s1_permission_type,) = _F_bb.unpack_from(buf, pos)
-        pos += 2
-        o1 = _new(DescribeAclsRequest)
-        o1.resource_type_filter = s1_resource_type_filter
-        o1.resource_name_filter = s1_resource_name_filter
-        o1.pattern_type_filter = s1_pattern_type_filter
-        o1.principal_filter = s1_principal_filter
-        o1.host_filter = s1_host_filter
-        o1.operation = s1_operation
-        o1.permission_type = s1_permission_type
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeAclsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_DescribeAclsRequest_1(out: bytearray, o: DescribeAclsRequest) -> None:
     x: Any
     try:
@@ -267,78 +163,6 @@ def _w_DescribeAclsRequest_1(out: bytearray, o: DescribeAclsRequest) -> None:
         out += _F_bb.pack(o.operation, o.permission_type)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write DescribeAclsRequest: {exc}") from None
-
-
-def _r_DescribeAclsRequest_2(buf: Any, pos: int) -> tuple[DescribeAclsRequest, int]:
-    s1_host_filter: str | None
-    s1_principal_filter: str | None
-    s1_resource_name_filter: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        (s1_resource_type_filter, size,) = _F_bB.unpack_from(buf, pos)
-        pos += 1
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_resource_name_filter = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_resource_name_filter = None
-            pos += 1
-        else:
-            s1_resource_name_filter, pos = _wire.read_compact_string(buf, pos)
-        (s1_pattern_type_filter, size,) = _F_bB.unpack_from(buf, pos)
-        pos += 1
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_principal_filter = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_principal_filter = None
-            pos += 1
-        else:
-            s1_principal_filter, pos = _wire.read_compact_string(buf, pos)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_host_filter = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_host_filter = None
-            pos += 1
-        else:
-            s1_host_filter, pos = _wire.read_compact_string(buf, pos)
-        (s1_operation, s1_permission_type, t1,) = _F_bbB.unpack_from(buf, pos)
-        pos += 3
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DescribeAclsRequest)
-        o1.resource_type_filter = s1_resource_type_filter
-        o1.resource_name_filter = s1_resource_name_filter
-        o1.pattern_type_filter = s1_pattern_type_filter
-        o1.principal_filter = s1_principal_filter
-        o1.host_filter = s1_host_filter
-        o1.operation = s1_operation
-        o1.permission_type = s1_permission_type
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeAclsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_DescribeAclsRequest_2(out: bytearray, o: DescribeAclsRequest) -> None:
@@ -469,24 +293,6 @@ def _r_DescribeAclsResponse_0(buf: Any, pos: int) -> tuple[DescribeAclsResponse,
     return o1, pos
 
 
-def _w_DescribeAclsResponse_0(out: bytearray, o: DescribeAclsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        _wire.write_string(out, x)
-        x = o.resources
-        if x is None:
-            raise EncodeError("field resources is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeAclsResponse__DescribeAclsResource_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeAclsResponse: {exc}") from None
-
-
 def _r_DescribeAclsResponse_1(buf: Any, pos: int) -> tuple[DescribeAclsResponse, int]:
     s1_error_message: str | None
     s1_resources: list[Any]
@@ -580,24 +386,6 @@ def _r_DescribeAclsResponse_1(buf: Any, pos: int) -> tuple[DescribeAclsResponse,
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeAclsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_DescribeAclsResponse_1(out: bytearray, o: DescribeAclsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        _wire.write_string(out, x)
-        x = o.resources
-        if x is None:
-            raise EncodeError("field resources is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeAclsResponse__DescribeAclsResource_1(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeAclsResponse: {exc}") from None
 
 
 def _r_DescribeAclsResponse_2(buf: Any, pos: int) -> tuple[DescribeAclsResponse, int]:
@@ -736,167 +524,6 @@ def _r_DescribeAclsResponse_2(buf: Any, pos: int) -> tuple[DescribeAclsResponse,
     return o1, pos
 
 
-def _w_DescribeAclsResponse_2(out: bytearray, o: DescribeAclsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.resources
-        if x is None:
-            raise EncodeError("field resources is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeAclsResponse__DescribeAclsResource_2(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeAclsResponse: {exc}") from None
-
-
-def _w_DescribeAclsResponse__AclDescription_0(out: bytearray, o: DescribeAclsResponse.AclDescription) -> None:
-    x: Any
-    try:
-        x = o.principal
-        if x is None:
-            raise EncodeError("field principal is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.host
-        if x is None:
-            raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_bb.pack(o.operation, o.permission_type)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AclDescription: {exc}") from None
-
-
-def _w_DescribeAclsResponse__AclDescription_1(out: bytearray, o: DescribeAclsResponse.AclDescription) -> None:
-    x: Any
-    try:
-        x = o.principal
-        if x is None:
-            raise EncodeError("field principal is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.host
-        if x is None:
-            raise EncodeError("field host is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_bb.pack(o.operation, o.permission_type)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AclDescription: {exc}") from None
-
-
-def _w_DescribeAclsResponse__DescribeAclsResource_0(
-    out: bytearray,
-    o: DescribeAclsResponse.DescribeAclsResource,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.pattern_type != 3:
-            raise EncodeError("field pattern_type has a non-default value but does not exist at this version")
-        out += _F_b.pack(o.resource_type)
-        x = o.resource_name
-        if x is None:
-            raise EncodeError("field resource_name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.acls
-        if x is None:
-            raise EncodeError("field acls is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeAclsResponse__AclDescription_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeAclsResource: {exc}") from None
-
-
-def _w_DescribeAclsResponse__DescribeAclsResource_1(
-    out: bytearray,
-    o: DescribeAclsResponse.DescribeAclsResource,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_b.pack(o.resource_type)
-        x = o.resource_name
-        if x is None:
-            raise EncodeError("field resource_name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_b.pack(o.pattern_type)
-        x = o.acls
-        if x is None:
-            raise EncodeError("field acls is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeAclsResponse__AclDescription_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeAclsResource: {exc}") from None
-
-
-def _w_DescribeAclsResponse__DescribeAclsResource_2(
-    out: bytearray,
-    o: DescribeAclsResponse.DescribeAclsResource,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_b.pack(o.resource_type)
-        x = o.resource_name
-        if x is None:
-            raise EncodeError("field resource_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_b.pack(o.pattern_type)
-        x = o.acls
-        if x is None:
-            raise EncodeError("field acls is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeAclsResponse__AclDescription_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeAclsResource: {exc}") from None
-
-
 
 DescribeAclsRequest._FIELDS = (
     FieldInfo('resource_type_filter', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
@@ -937,12 +564,7 @@ DescribeAclsRequest._FIELDS = (
     FieldInfo('operation', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo('permission_type', 'int8', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
-DescribeAclsRequest._READERS = {
-    0: _r_DescribeAclsRequest_0,
-    1: _r_DescribeAclsRequest_1,
-    2: _r_DescribeAclsRequest_2,
-    3: _r_DescribeAclsRequest_2,
-}
+DescribeAclsRequest._READERS = codec_path.broker_side(DescribeAclsRequest, '_READERS')
 DescribeAclsRequest._WRITERS = {
     0: _w_DescribeAclsRequest_0,
     1: _w_DescribeAclsRequest_1,
@@ -1057,12 +679,7 @@ DescribeAclsResponse._READERS = {
     2: _r_DescribeAclsResponse_2,
     3: _r_DescribeAclsResponse_2,
 }
-DescribeAclsResponse._WRITERS = {
-    0: _w_DescribeAclsResponse_0,
-    1: _w_DescribeAclsResponse_1,
-    2: _w_DescribeAclsResponse_2,
-    3: _w_DescribeAclsResponse_2,
-}
+DescribeAclsResponse._WRITERS = codec_path.broker_side(DescribeAclsResponse, '_WRITERS')
 _N_DescribeAclsResponse__AclDescription_0 = (
     _C_Response__AclDescription,
     False,

@@ -14,9 +14,7 @@ __all__ = ['DescribeClientQuotasRequest', 'DescribeClientQuotasResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
-_F_oB = struct.Struct(">?B")
 _F_b = struct.Struct(">b")
-_F_bB = struct.Struct(">bB")
 _F_d = struct.Struct(">d")
 _F_dB = struct.Struct(">dB")
 _F_ih = struct.Struct(">ih")
@@ -113,57 +111,6 @@ class DescribeClientQuotasResponse(KafkaMessage):
 DescribeClientQuotasRequest.RESPONSE_CLASS = DescribeClientQuotasResponse
 
 
-def _r_DescribeClientQuotasRequest_0(buf: Any, pos: int) -> tuple[DescribeClientQuotasRequest, int]:
-    s1_components: list[Any]
-    s3_match: str | None
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("components", pos)
-        else:
-            s1_components = []
-            add2 = s1_components.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_entity_type = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_entity_type, pos = _wire.read_string(buf, pos)
-                    if s3_entity_type is None:
-                        raise _wire.null_error("entity_type", pos)
-                (s3_match_type,) = _F_b.unpack_from(buf, pos)
-                pos += 1
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_match = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_match, pos = _wire.read_string(buf, pos)
-                o3 = _new(_C_Request__ComponentData)
-                o3.entity_type = s3_entity_type
-                o3.match_type = s3_match_type
-                o3.match = s3_match
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        (s1_strict,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        o1 = _new(DescribeClientQuotasRequest)
-        o1.components = s1_components
-        o1.strict = s1_strict
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeClientQuotasRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_DescribeClientQuotasRequest_0(out: bytearray, o: DescribeClientQuotasRequest) -> None:
     x: Any
     item: Any
@@ -178,86 +125,6 @@ def _w_DescribeClientQuotasRequest_0(out: bytearray, o: DescribeClientQuotasRequ
         out += _F_o.pack(o.strict)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write DescribeClientQuotasRequest: {exc}") from None
-
-
-def _r_DescribeClientQuotasRequest_1(buf: Any, pos: int) -> tuple[DescribeClientQuotasRequest, int]:
-    s1_components: list[Any]
-    s3_match: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("components", pos)
-        else:
-            s1_components = []
-            add2 = s1_components.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_entity_type = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_entity_type, pos = _wire.read_compact_text(buf, pos, "entity_type")
-                (s3_match_type, size,) = _F_bB.unpack_from(buf, pos)
-                pos += 1
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_match = buf[pos + 1 : stop].decode()
-                    pos = stop
-                elif size == 0:
-                    s3_match = None
-                    pos += 1
-                else:
-                    s3_match, pos = _wire.read_compact_string(buf, pos)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__ComponentData)
-                o3.entity_type = s3_entity_type
-                o3.match_type = s3_match_type
-                o3.match = s3_match
-                o3._unknown_tags = u3
-                add2(o3)
-        (s1_strict, t1,) = _F_oB.unpack_from(buf, pos)
-        pos += 2
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DescribeClientQuotasRequest)
-        o1.components = s1_components
-        o1.strict = s1_strict
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeClientQuotasRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_DescribeClientQuotasRequest_1(out: bytearray, o: DescribeClientQuotasRequest) -> None:
@@ -430,24 +297,6 @@ def _r_DescribeClientQuotasResponse_0(buf: Any, pos: int) -> tuple[DescribeClien
     return o1, pos
 
 
-def _w_DescribeClientQuotasResponse_0(out: bytearray, o: DescribeClientQuotasResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        _wire.write_string(out, x)
-        x = o.entries
-        if x is None:
-            out += b'\xff\xff\xff\xff'
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeClientQuotasResponse__EntryData_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeClientQuotasResponse: {exc}") from None
-
-
 def _r_DescribeClientQuotasResponse_1(buf: Any, pos: int) -> tuple[DescribeClientQuotasResponse, int]:
     s1_entries: list[Any] | None
     s1_error_message: str | None
@@ -611,181 +460,6 @@ def _r_DescribeClientQuotasResponse_1(buf: Any, pos: int) -> tuple[DescribeClien
     return o1, pos
 
 
-def _w_DescribeClientQuotasResponse_1(out: bytearray, o: DescribeClientQuotasResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.entries
-        if x is None:
-            out += b'\x00'
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeClientQuotasResponse__EntryData_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeClientQuotasResponse: {exc}") from None
-
-
-def _w_DescribeClientQuotasResponse__EntityData_0(
-    out: bytearray,
-    o: DescribeClientQuotasResponse.EntityData,
-) -> None:
-    x: Any
-    try:
-        x = o.entity_type
-        if x is None:
-            raise EncodeError("field entity_type is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.entity_name
-        _wire.write_string(out, x)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write EntityData: {exc}") from None
-
-
-def _w_DescribeClientQuotasResponse__EntityData_1(
-    out: bytearray,
-    o: DescribeClientQuotasResponse.EntityData,
-) -> None:
-    x: Any
-    try:
-        x = o.entity_type
-        if x is None:
-            raise EncodeError("field entity_type is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.entity_name
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write EntityData: {exc}") from None
-
-
-def _w_DescribeClientQuotasResponse__ValueData_0(
-    out: bytearray,
-    o: DescribeClientQuotasResponse.ValueData,
-) -> None:
-    x: Any
-    try:
-        x = o.key
-        if x is None:
-            raise EncodeError("field key is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_d.pack(o.value)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ValueData: {exc}") from None
-
-
-def _w_DescribeClientQuotasResponse__ValueData_1(
-    out: bytearray,
-    o: DescribeClientQuotasResponse.ValueData,
-) -> None:
-    x: Any
-    try:
-        x = o.key
-        if x is None:
-            raise EncodeError("field key is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_d.pack(o.value)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ValueData: {exc}") from None
-
-
-def _w_DescribeClientQuotasResponse__EntryData_0(
-    out: bytearray,
-    o: DescribeClientQuotasResponse.EntryData,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.entity
-        if x is None:
-            raise EncodeError("field entity is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeClientQuotasResponse__EntityData_0(out, item)
-        x = o.values
-        if x is None:
-            raise EncodeError("field values is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeClientQuotasResponse__ValueData_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write EntryData: {exc}") from None
-
-
-def _w_DescribeClientQuotasResponse__EntryData_1(
-    out: bytearray,
-    o: DescribeClientQuotasResponse.EntryData,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.entity
-        if x is None:
-            raise EncodeError("field entity is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeClientQuotasResponse__EntityData_1(out, item)
-        x = o.values
-        if x is None:
-            raise EncodeError("field values is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeClientQuotasResponse__ValueData_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write EntryData: {exc}") from None
-
-
 _C_Request__ComponentData = DescribeClientQuotasRequest.ComponentData
 
 DescribeClientQuotasRequest._FIELDS = (
@@ -807,10 +481,7 @@ _C_Request__ComponentData._FIELDS = (
     FieldInfo('match_type', 'int8', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
     FieldInfo('match', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False),
 )
-DescribeClientQuotasRequest._READERS = {
-    0: _r_DescribeClientQuotasRequest_0,
-    1: _r_DescribeClientQuotasRequest_1,
-}
+DescribeClientQuotasRequest._READERS = codec_path.broker_side(DescribeClientQuotasRequest, '_READERS')
 DescribeClientQuotasRequest._WRITERS = {
     0: _w_DescribeClientQuotasRequest_0,
     1: _w_DescribeClientQuotasRequest_1,
@@ -924,10 +595,7 @@ DescribeClientQuotasResponse._READERS = {
     0: _r_DescribeClientQuotasResponse_0,
     1: _r_DescribeClientQuotasResponse_1,
 }
-DescribeClientQuotasResponse._WRITERS = {
-    0: _w_DescribeClientQuotasResponse_0,
-    1: _w_DescribeClientQuotasResponse_1,
-}
+DescribeClientQuotasResponse._WRITERS = codec_path.broker_side(DescribeClientQuotasResponse, '_WRITERS')
 _N_DescribeClientQuotasResponse__EntityData_0 = (
     _C_Response__EntityData,
     False,

@@ -17,13 +17,9 @@ _F_o = struct.Struct(">?")
 _F_oB = struct.Struct(">?B")
 _F_ob = struct.Struct(">?b")
 _F_obo = struct.Struct(">?b?")
-_F_oboB = struct.Struct(">?b?B")
-_F_obB = struct.Struct(">?bB")
-_F_b = struct.Struct(">b")
 _F_bB = struct.Struct(">bB")
 _F_i = struct.Struct(">i")
 _F_iB = struct.Struct(">iB")
-_F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
@@ -115,32 +111,6 @@ class DescribeClusterResponse(KafkaMessage):
 DescribeClusterRequest.RESPONSE_CLASS = DescribeClusterResponse
 
 
-def _r_DescribeClusterRequest_0(buf: Any, pos: int) -> tuple[DescribeClusterRequest, int]:
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        (s1_include_cluster_authorized_operations, t1,) = _F_oB.unpack_from(buf, pos)
-        pos += 2
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DescribeClusterRequest)
-        o1.include_cluster_authorized_operations = s1_include_cluster_authorized_operations
-        o1.endpoint_type = 1
-        o1.include_fenced_brokers = False
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeClusterRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_DescribeClusterRequest_0(out: bytearray, o: DescribeClusterRequest) -> None:
     try:
         if o.endpoint_type != 1:
@@ -160,32 +130,6 @@ def _w_DescribeClusterRequest_0(out: bytearray, o: DescribeClusterRequest) -> No
         raise EncodeError(f"cannot write DescribeClusterRequest: {exc}") from None
 
 
-def _r_DescribeClusterRequest_1(buf: Any, pos: int) -> tuple[DescribeClusterRequest, int]:
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        (s1_include_cluster_authorized_operations, s1_endpoint_type, t1,) = _F_obB.unpack_from(buf, pos)
-        pos += 3
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DescribeClusterRequest)
-        o1.include_cluster_authorized_operations = s1_include_cluster_authorized_operations
-        o1.endpoint_type = s1_endpoint_type
-        o1.include_fenced_brokers = False
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeClusterRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_DescribeClusterRequest_1(out: bytearray, o: DescribeClusterRequest) -> None:
     try:
         if o.include_fenced_brokers:
@@ -199,37 +143,6 @@ def _w_DescribeClusterRequest_1(out: bytearray, o: DescribeClusterRequest) -> No
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write DescribeClusterRequest: {exc}") from None
-
-
-def _r_DescribeClusterRequest_2(buf: Any, pos: int) -> tuple[DescribeClusterRequest, int]:
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        (
-            s1_include_cluster_authorized_operations,
-            s1_endpoint_type,
-            s1_include_fenced_brokers,
-            t1,
-        ) = _F_oboB.unpack_from(buf, pos)
-        pos += 4
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DescribeClusterRequest)
-        o1.include_cluster_authorized_operations = s1_include_cluster_authorized_operations
-        o1.endpoint_type = s1_endpoint_type
-        o1.include_fenced_brokers = s1_include_fenced_brokers
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeClusterRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_DescribeClusterRequest_2(out: bytearray, o: DescribeClusterRequest) -> None:
@@ -357,51 +270,6 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
     return o1, pos
 
 
-def _w_DescribeClusterResponse_0(out: bytearray, o: DescribeClusterResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.endpoint_type != 1:
-            raise EncodeError(
-                "field endpoint_type has a non-default value but does not exist at this version",
-            )
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.cluster_id
-        if x is None:
-            raise EncodeError("field cluster_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_i.pack(o.controller_id)
-        x = o.brokers
-        if x is None:
-            raise EncodeError("field brokers is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeClusterResponse__DescribeClusterBroker_0(out, item)
-        out += _F_i.pack(o.cluster_authorized_operations)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeClusterResponse: {exc}") from None
-
-
 def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
     s1_brokers: list[Any]
     s1_error_message: str | None
@@ -515,48 +383,6 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeClusterResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_DescribeClusterResponse_1(out: bytearray, o: DescribeClusterResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_b.pack(o.endpoint_type)
-        x = o.cluster_id
-        if x is None:
-            raise EncodeError("field cluster_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_i.pack(o.controller_id)
-        x = o.brokers
-        if x is None:
-            raise EncodeError("field brokers is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeClusterResponse__DescribeClusterBroker_0(out, item)
-        out += _F_i.pack(o.cluster_authorized_operations)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeClusterResponse: {exc}") from None
 
 
 def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
@@ -675,115 +501,6 @@ def _r_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterRes
     return o1, pos
 
 
-def _w_DescribeClusterResponse_2(out: bytearray, o: DescribeClusterResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_b.pack(o.endpoint_type)
-        x = o.cluster_id
-        if x is None:
-            raise EncodeError("field cluster_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_i.pack(o.controller_id)
-        x = o.brokers
-        if x is None:
-            raise EncodeError("field brokers is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeClusterResponse__DescribeClusterBroker_1(out, item)
-        out += _F_i.pack(o.cluster_authorized_operations)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeClusterResponse: {exc}") from None
-
-
-def _w_DescribeClusterResponse__DescribeClusterBroker_0(
-    out: bytearray,
-    o: DescribeClusterResponse.DescribeClusterBroker,
-) -> None:
-    x: Any
-    try:
-        if o.is_fenced:
-            raise EncodeError("field is_fenced has a non-default value but does not exist at this version")
-        out += _F_i.pack(o.broker_id)
-        x = o.host
-        if x is None:
-            raise EncodeError("field host is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_i.pack(o.port)
-        x = o.rack
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeClusterBroker: {exc}") from None
-
-
-def _w_DescribeClusterResponse__DescribeClusterBroker_1(
-    out: bytearray,
-    o: DescribeClusterResponse.DescribeClusterBroker,
-) -> None:
-    x: Any
-    try:
-        out += _F_i.pack(o.broker_id)
-        x = o.host
-        if x is None:
-            raise EncodeError("field host is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_i.pack(o.port)
-        x = o.rack
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_o.pack(o.is_fenced)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeClusterBroker: {exc}") from None
-
-
 
 DescribeClusterRequest._FIELDS = (
     FieldInfo(
@@ -800,11 +517,7 @@ DescribeClusterRequest._FIELDS = (
     FieldInfo('endpoint_type', 'int8', None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
     FieldInfo('include_fenced_brokers', 'bool', None, False, VersionRange(2, 2), _NONE, _NONE, None, False),
 )
-DescribeClusterRequest._READERS = {
-    0: _r_DescribeClusterRequest_0,
-    1: _r_DescribeClusterRequest_1,
-    2: _r_DescribeClusterRequest_2,
-}
+DescribeClusterRequest._READERS = codec_path.broker_side(DescribeClusterRequest, '_READERS')
 DescribeClusterRequest._WRITERS = {
     0: _w_DescribeClusterRequest_0,
     1: _w_DescribeClusterRequest_1,
@@ -895,11 +608,7 @@ DescribeClusterResponse._READERS = {
     1: _r_DescribeClusterResponse_1,
     2: _r_DescribeClusterResponse_2,
 }
-DescribeClusterResponse._WRITERS = {
-    0: _w_DescribeClusterResponse_0,
-    1: _w_DescribeClusterResponse_1,
-    2: _w_DescribeClusterResponse_2,
-}
+DescribeClusterResponse._WRITERS = codec_path.broker_side(DescribeClusterResponse, '_WRITERS')
 _N_DescribeClusterResponse__DescribeClusterBroker_0 = (
     _C_Response__DescribeClusterBroker,
     True,

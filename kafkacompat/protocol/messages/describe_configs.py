@@ -16,7 +16,6 @@ _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
 _F_oo = struct.Struct(">??")
 _F_ooo = struct.Struct(">???")
-_F_ooB = struct.Struct(">??B")
 _F_obo = struct.Struct(">?b?")
 _F_b = struct.Struct(">b")
 _F_bB = struct.Struct(">bB")
@@ -162,59 +161,6 @@ class DescribeConfigsResponse(KafkaMessage):
 DescribeConfigsRequest.RESPONSE_CLASS = DescribeConfigsResponse
 
 
-def _r_DescribeConfigsRequest_0(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
-    item: Any
-    s1_resources: list[Any]
-    s3_configuration_keys: list[Any] | None
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("resources", pos)
-        else:
-            s1_resources = []
-            add2 = s1_resources.append
-            for _ in range(n):
-                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
-                pos += 1
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_resource_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_resource_name, pos = _wire.read_string(buf, pos)
-                    if s3_resource_name is None:
-                        raise _wire.null_error("resource_name", pos)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    s3_configuration_keys = None
-                else:
-                    s3_configuration_keys = []
-                    add4 = s3_configuration_keys.append
-                    for _ in range(n):
-                        item, pos = _wire.read_string(buf, pos)
-                        if item is None:
-                            raise _wire.null_error("configuration_keys[]", pos)
-                        add4(item)
-                o3 = _new(_C_Request__DescribeConfigsResource)
-                o3.resource_type = s3_resource_type
-                o3.resource_name = s3_resource_name
-                o3.configuration_keys = s3_configuration_keys
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(DescribeConfigsRequest)
-        o1.resources = s1_resources
-        o1.include_synonyms = False
-        o1.include_documentation = False
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeConfigsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_DescribeConfigsRequest_0(out: bytearray, o: DescribeConfigsRequest) -> None:
     x: Any
     item: Any
@@ -238,61 +184,6 @@ def _w_DescribeConfigsRequest_0(out: bytearray, o: DescribeConfigsRequest) -> No
         raise EncodeError(f"cannot write DescribeConfigsRequest: {exc}") from None
 
 
-def _r_DescribeConfigsRequest_1(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
-    item: Any
-    s1_resources: list[Any]
-    s3_configuration_keys: list[Any] | None
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("resources", pos)
-        else:
-            s1_resources = []
-            add2 = s1_resources.append
-            for _ in range(n):
-                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
-                pos += 1
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_resource_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_resource_name, pos = _wire.read_string(buf, pos)
-                    if s3_resource_name is None:
-                        raise _wire.null_error("resource_name", pos)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    s3_configuration_keys = None
-                else:
-                    s3_configuration_keys = []
-                    add4 = s3_configuration_keys.append
-                    for _ in range(n):
-                        item, pos = _wire.read_string(buf, pos)
-                        if item is None:
-                            raise _wire.null_error("configuration_keys[]", pos)
-                        add4(item)
-                o3 = _new(_C_Request__DescribeConfigsResource)
-                o3.resource_type = s3_resource_type
-                o3.resource_name = s3_resource_name
-                o3.configuration_keys = s3_configuration_keys
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        (s1_include_synonyms,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        o1 = _new(DescribeConfigsRequest)
-        o1.resources = s1_resources
-        o1.include_synonyms = s1_include_synonyms
-        o1.include_documentation = False
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeConfigsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_DescribeConfigsRequest_1(out: bytearray, o: DescribeConfigsRequest) -> None:
     x: Any
     item: Any
@@ -313,61 +204,6 @@ def _w_DescribeConfigsRequest_1(out: bytearray, o: DescribeConfigsRequest) -> No
         raise EncodeError(f"cannot write DescribeConfigsRequest: {exc}") from None
 
 
-def _r_DescribeConfigsRequest_2(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
-    item: Any
-    s1_resources: list[Any]
-    s3_configuration_keys: list[Any] | None
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("resources", pos)
-        else:
-            s1_resources = []
-            add2 = s1_resources.append
-            for _ in range(n):
-                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
-                pos += 1
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_resource_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_resource_name, pos = _wire.read_string(buf, pos)
-                    if s3_resource_name is None:
-                        raise _wire.null_error("resource_name", pos)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    s3_configuration_keys = None
-                else:
-                    s3_configuration_keys = []
-                    add4 = s3_configuration_keys.append
-                    for _ in range(n):
-                        item, pos = _wire.read_string(buf, pos)
-                        if item is None:
-                            raise _wire.null_error("configuration_keys[]", pos)
-                        add4(item)
-                o3 = _new(_C_Request__DescribeConfigsResource)
-                o3.resource_type = s3_resource_type
-                o3.resource_name = s3_resource_name
-                o3.configuration_keys = s3_configuration_keys
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        (s1_include_synonyms, s1_include_documentation,) = _F_oo.unpack_from(buf, pos)
-        pos += 2
-        o1 = _new(DescribeConfigsRequest)
-        o1.resources = s1_resources
-        o1.include_synonyms = s1_include_synonyms
-        o1.include_documentation = s1_include_documentation
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeConfigsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_DescribeConfigsRequest_2(out: bytearray, o: DescribeConfigsRequest) -> None:
     x: Any
     item: Any
@@ -382,97 +218,6 @@ def _w_DescribeConfigsRequest_2(out: bytearray, o: DescribeConfigsRequest) -> No
         out += _F_oo.pack(o.include_synonyms, o.include_documentation)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write DescribeConfigsRequest: {exc}") from None
-
-
-def _r_DescribeConfigsRequest_3(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
-    item: Any
-    s1_resources: list[Any]
-    s3_configuration_keys: list[Any] | None
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("resources", pos)
-        else:
-            s1_resources = []
-            add2 = s1_resources.append
-            for _ in range(n):
-                (s3_resource_type, size,) = _F_bB.unpack_from(buf, pos)
-                pos += 1
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_resource_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    s3_configuration_keys = None
-                else:
-                    s3_configuration_keys = []
-                    add4 = s3_configuration_keys.append
-                    for _ in range(n):
-                        size = buf[pos]
-                        if 0 < size < 0x80:
-                            stop = pos + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            item = buf[pos + 1 : stop].decode()
-                            pos = stop
-                        else:
-                            item, pos = _wire.read_compact_text(buf, pos, "configuration_keys[]")
-                        add4(item)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__DescribeConfigsResource)
-                o3.resource_type = s3_resource_type
-                o3.resource_name = s3_resource_name
-                o3.configuration_keys = s3_configuration_keys
-                o3._unknown_tags = u3
-                add2(o3)
-        (s1_include_synonyms, s1_include_documentation, t1,) = _F_ooB.unpack_from(buf, pos)
-        pos += 3
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DescribeConfigsRequest)
-        o1.resources = s1_resources
-        o1.include_synonyms = s1_include_synonyms
-        o1.include_documentation = s1_include_documentation
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeConfigsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_DescribeConfigsRequest_3(out: bytearray, o: DescribeConfigsRequest) -> None:
@@ -663,22 +408,6 @@ def _r_DescribeConfigsResponse_0(buf: Any, pos: int) -> tuple[DescribeConfigsRes
     return o1, pos
 
 
-def _w_DescribeConfigsResponse_0(out: bytearray, o: DescribeConfigsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeConfigsResponse__DescribeConfigsResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeConfigsResponse: {exc}") from None
-
-
 def _r_DescribeConfigsResponse_1(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
     s1_results: list[Any]
     s3_configs: list[Any]
@@ -818,22 +547,6 @@ def _r_DescribeConfigsResponse_1(buf: Any, pos: int) -> tuple[DescribeConfigsRes
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeConfigsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_DescribeConfigsResponse_1(out: bytearray, o: DescribeConfigsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeConfigsResponse__DescribeConfigsResult_1(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeConfigsResponse: {exc}") from None
 
 
 def _r_DescribeConfigsResponse_2(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
@@ -987,22 +700,6 @@ def _r_DescribeConfigsResponse_2(buf: Any, pos: int) -> tuple[DescribeConfigsRes
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeConfigsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_DescribeConfigsResponse_2(out: bytearray, o: DescribeConfigsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeConfigsResponse__DescribeConfigsResult_2(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeConfigsResponse: {exc}") from None
 
 
 def _r_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
@@ -1224,324 +921,6 @@ def _r_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsRes
     return o1, pos
 
 
-def _w_DescribeConfigsResponse_3(out: bytearray, o: DescribeConfigsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeConfigsResponse__DescribeConfigsResult_3(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeConfigsResponse: {exc}") from None
-
-
-def _w_DescribeConfigsResponse__DescribeConfigsSynonym_0(
-    out: bytearray,
-    o: DescribeConfigsResponse.DescribeConfigsSynonym,
-) -> None:
-    x: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.value
-        _wire.write_string(out, x)
-        out += _F_b.pack(o.source)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeConfigsSynonym: {exc}") from None
-
-
-def _w_DescribeConfigsResponse__DescribeConfigsSynonym_1(
-    out: bytearray,
-    o: DescribeConfigsResponse.DescribeConfigsSynonym,
-) -> None:
-    x: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.value
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_b.pack(o.source)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeConfigsSynonym: {exc}") from None
-
-
-def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_0(
-    out: bytearray,
-    o: DescribeConfigsResponse.DescribeConfigsResourceResult,
-) -> None:
-    x: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.value
-        _wire.write_string(out, x)
-        out += _F_ooo.pack(o.read_only, o.is_default, o.is_sensitive)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeConfigsResourceResult: {exc}") from None
-
-
-def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_1(
-    out: bytearray,
-    o: DescribeConfigsResponse.DescribeConfigsResourceResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.is_default:
-            raise EncodeError("field is_default has a non-default value but does not exist at this version")
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.value
-        _wire.write_string(out, x)
-        out += _F_obo.pack(o.read_only, o.config_source, o.is_sensitive)
-        x = o.synonyms
-        if x is None:
-            raise EncodeError("field synonyms is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeConfigsResponse__DescribeConfigsSynonym_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeConfigsResourceResult: {exc}") from None
-
-
-def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_2(
-    out: bytearray,
-    o: DescribeConfigsResponse.DescribeConfigsResourceResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.is_default:
-            raise EncodeError("field is_default has a non-default value but does not exist at this version")
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.value
-        _wire.write_string(out, x)
-        out += _F_obo.pack(o.read_only, o.config_source, o.is_sensitive)
-        x = o.synonyms
-        if x is None:
-            raise EncodeError("field synonyms is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeConfigsResponse__DescribeConfigsSynonym_0(out, item)
-        out += _F_b.pack(o.config_type)
-        x = o.documentation
-        _wire.write_string(out, x)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeConfigsResourceResult: {exc}") from None
-
-
-def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_3(
-    out: bytearray,
-    o: DescribeConfigsResponse.DescribeConfigsResourceResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.is_default:
-            raise EncodeError("field is_default has a non-default value but does not exist at this version")
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.value
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_obo.pack(o.read_only, o.config_source, o.is_sensitive)
-        x = o.synonyms
-        if x is None:
-            raise EncodeError("field synonyms is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeConfigsResponse__DescribeConfigsSynonym_1(out, item)
-        out += _F_b.pack(o.config_type)
-        x = o.documentation
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeConfigsResourceResult: {exc}") from None
-
-
-def _w_DescribeConfigsResponse__DescribeConfigsResult_0(
-    out: bytearray,
-    o: DescribeConfigsResponse.DescribeConfigsResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        _wire.write_string(out, x)
-        out += _F_b.pack(o.resource_type)
-        x = o.resource_name
-        if x is None:
-            raise EncodeError("field resource_name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.configs
-        if x is None:
-            raise EncodeError("field configs is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeConfigsResponse__DescribeConfigsResourceResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeConfigsResult: {exc}") from None
-
-
-def _w_DescribeConfigsResponse__DescribeConfigsResult_1(
-    out: bytearray,
-    o: DescribeConfigsResponse.DescribeConfigsResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        _wire.write_string(out, x)
-        out += _F_b.pack(o.resource_type)
-        x = o.resource_name
-        if x is None:
-            raise EncodeError("field resource_name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.configs
-        if x is None:
-            raise EncodeError("field configs is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeConfigsResponse__DescribeConfigsResourceResult_1(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeConfigsResult: {exc}") from None
-
-
-def _w_DescribeConfigsResponse__DescribeConfigsResult_2(
-    out: bytearray,
-    o: DescribeConfigsResponse.DescribeConfigsResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        _wire.write_string(out, x)
-        out += _F_b.pack(o.resource_type)
-        x = o.resource_name
-        if x is None:
-            raise EncodeError("field resource_name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.configs
-        if x is None:
-            raise EncodeError("field configs is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeConfigsResponse__DescribeConfigsResourceResult_2(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeConfigsResult: {exc}") from None
-
-
-def _w_DescribeConfigsResponse__DescribeConfigsResult_3(
-    out: bytearray,
-    o: DescribeConfigsResponse.DescribeConfigsResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_b.pack(o.resource_type)
-        x = o.resource_name
-        if x is None:
-            raise EncodeError("field resource_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.configs
-        if x is None:
-            raise EncodeError("field configs is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeConfigsResponse__DescribeConfigsResourceResult_3(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeConfigsResult: {exc}") from None
-
-
 _C_Request__DescribeConfigsResource = DescribeConfigsRequest.DescribeConfigsResource
 
 DescribeConfigsRequest._FIELDS = (
@@ -1574,13 +953,7 @@ _C_Request__DescribeConfigsResource._FIELDS = (
         False,
     ),
 )
-DescribeConfigsRequest._READERS = {
-    0: _r_DescribeConfigsRequest_0,
-    1: _r_DescribeConfigsRequest_1,
-    2: _r_DescribeConfigsRequest_1,
-    3: _r_DescribeConfigsRequest_2,
-    4: _r_DescribeConfigsRequest_3,
-}
+DescribeConfigsRequest._READERS = codec_path.broker_side(DescribeConfigsRequest, '_READERS')
 DescribeConfigsRequest._WRITERS = {
     0: _w_DescribeConfigsRequest_0,
     1: _w_DescribeConfigsRequest_1,
@@ -1734,13 +1107,7 @@ DescribeConfigsResponse._READERS = {
     3: _r_DescribeConfigsResponse_2,
     4: _r_DescribeConfigsResponse_3,
 }
-DescribeConfigsResponse._WRITERS = {
-    0: _w_DescribeConfigsResponse_0,
-    1: _w_DescribeConfigsResponse_1,
-    2: _w_DescribeConfigsResponse_1,
-    3: _w_DescribeConfigsResponse_2,
-    4: _w_DescribeConfigsResponse_3,
-}
+DescribeConfigsResponse._WRITERS = codec_path.broker_side(DescribeConfigsResponse, '_WRITERS')
 _N_DescribeConfigsResponse__DescribeConfigsSynonym_0 = (
     _C_Response__DescribeConfigsSynonym,
     False,

@@ -130,52 +130,6 @@ class DescribeDelegationTokenResponse(KafkaMessage):
 DescribeDelegationTokenRequest.RESPONSE_CLASS = DescribeDelegationTokenResponse
 
 
-def _r_DescribeDelegationTokenRequest_0(buf: Any, pos: int) -> tuple[DescribeDelegationTokenRequest, int]:
-    s1_owners: list[Any] | None
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            s1_owners = None
-        else:
-            s1_owners = []
-            add2 = s1_owners.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_principal_type = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_principal_type, pos = _wire.read_string(buf, pos)
-                    if s3_principal_type is None:
-                        raise _wire.null_error("principal_type", pos)
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_principal_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_principal_name, pos = _wire.read_string(buf, pos)
-                    if s3_principal_name is None:
-                        raise _wire.null_error("principal_name", pos)
-                o3 = _new(_C_Request__DescribeDelegationTokenOwner)
-                o3.principal_type = s3_principal_type
-                o3.principal_name = s3_principal_name
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(DescribeDelegationTokenRequest)
-        o1.owners = s1_owners
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeDelegationTokenRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_DescribeDelegationTokenRequest_0(out: bytearray, o: DescribeDelegationTokenRequest) -> None:
     x: Any
     item: Any
@@ -189,78 +143,6 @@ def _w_DescribeDelegationTokenRequest_0(out: bytearray, o: DescribeDelegationTok
                 _w_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write DescribeDelegationTokenRequest: {exc}") from None
-
-
-def _r_DescribeDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[DescribeDelegationTokenRequest, int]:
-    s1_owners: list[Any] | None
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            s1_owners = None
-        else:
-            s1_owners = []
-            add2 = s1_owners.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_principal_type = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_principal_type, pos = _wire.read_compact_text(buf, pos, "principal_type")
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_principal_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_principal_name, pos = _wire.read_compact_text(buf, pos, "principal_name")
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__DescribeDelegationTokenOwner)
-                o3.principal_type = s3_principal_type
-                o3.principal_name = s3_principal_name
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DescribeDelegationTokenRequest)
-        o1.owners = s1_owners
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeDelegationTokenRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_DescribeDelegationTokenRequest_1(out: bytearray, o: DescribeDelegationTokenRequest) -> None:
@@ -446,23 +328,6 @@ def _r_DescribeDelegationTokenResponse_0(buf: Any, pos: int) -> tuple[DescribeDe
     return o1, pos
 
 
-def _w_DescribeDelegationTokenResponse_0(out: bytearray, o: DescribeDelegationTokenResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.tokens
-        if x is None:
-            raise EncodeError("field tokens is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeDelegationTokenResponse__DescribedDelegationToken_0(out, item)
-        out += _F_i.pack(o.throttle_time_ms)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeDelegationTokenResponse: {exc}") from None
-
-
 def _r_DescribeDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[DescribeDelegationTokenResponse, int]:
     s1_tokens: list[Any]
     s3_renewers: list[Any]
@@ -612,30 +477,6 @@ def _r_DescribeDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[DescribeDe
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeDelegationTokenResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_DescribeDelegationTokenResponse_1(out: bytearray, o: DescribeDelegationTokenResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.tokens
-        if x is None:
-            raise EncodeError("field tokens is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeDelegationTokenResponse__DescribedDelegationToken_1(out, item)
-        out += _F_i.pack(o.throttle_time_ms)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeDelegationTokenResponse: {exc}") from None
 
 
 def _r_DescribeDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[DescribeDelegationTokenResponse, int]:
@@ -815,267 +656,6 @@ def _r_DescribeDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[DescribeDe
     return o1, pos
 
 
-def _w_DescribeDelegationTokenResponse_2(out: bytearray, o: DescribeDelegationTokenResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.tokens
-        if x is None:
-            raise EncodeError("field tokens is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeDelegationTokenResponse__DescribedDelegationToken_2(out, item)
-        out += _F_i.pack(o.throttle_time_ms)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeDelegationTokenResponse: {exc}") from None
-
-
-def _w_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_0(
-    out: bytearray,
-    o: DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer,
-) -> None:
-    x: Any
-    try:
-        x = o.principal_type
-        if x is None:
-            raise EncodeError("field principal_type is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.principal_name
-        if x is None:
-            raise EncodeError("field principal_name is None but not nullable at this version")
-        _wire.write_string(out, x)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribedDelegationTokenRenewer: {exc}") from None
-
-
-def _w_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_1(
-    out: bytearray,
-    o: DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer,
-) -> None:
-    x: Any
-    try:
-        x = o.principal_type
-        if x is None:
-            raise EncodeError("field principal_type is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.principal_name
-        if x is None:
-            raise EncodeError("field principal_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribedDelegationTokenRenewer: {exc}") from None
-
-
-def _w_DescribeDelegationTokenResponse__DescribedDelegationToken_0(
-    out: bytearray,
-    o: DescribeDelegationTokenResponse.DescribedDelegationToken,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.token_requester_principal_type != "":
-            raise EncodeError(
-                "field token_requester_principal_type has a non-default value but does not exist at this "
-                "version",
-            )
-        if o.token_requester_principal_name != "":
-            raise EncodeError(
-                "field token_requester_principal_name has a non-default value but does not exist at this "
-                "version",
-            )
-        x = o.principal_type
-        if x is None:
-            raise EncodeError("field principal_type is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.principal_name
-        if x is None:
-            raise EncodeError("field principal_name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
-        x = o.token_id
-        if x is None:
-            raise EncodeError("field token_id is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.hmac
-        if x is None:
-            raise EncodeError("field hmac is None but not nullable at this version")
-        _wire.write_bytes(out, x)
-        x = o.renewers
-        if x is None:
-            raise EncodeError("field renewers is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribedDelegationToken: {exc}") from None
-
-
-def _w_DescribeDelegationTokenResponse__DescribedDelegationToken_1(
-    out: bytearray,
-    o: DescribeDelegationTokenResponse.DescribedDelegationToken,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.token_requester_principal_type != "":
-            raise EncodeError(
-                "field token_requester_principal_type has a non-default value but does not exist at this "
-                "version",
-            )
-        if o.token_requester_principal_name != "":
-            raise EncodeError(
-                "field token_requester_principal_name has a non-default value but does not exist at this "
-                "version",
-            )
-        x = o.principal_type
-        if x is None:
-            raise EncodeError("field principal_type is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.principal_name
-        if x is None:
-            raise EncodeError("field principal_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
-        x = o.token_id
-        if x is None:
-            raise EncodeError("field token_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.hmac
-        if x is None:
-            raise EncodeError("field hmac is None but not nullable at this version")
-        _wire.write_compact_bytes(out, x)
-        x = o.renewers
-        if x is None:
-            raise EncodeError("field renewers is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribedDelegationToken: {exc}") from None
-
-
-def _w_DescribeDelegationTokenResponse__DescribedDelegationToken_2(
-    out: bytearray,
-    o: DescribeDelegationTokenResponse.DescribedDelegationToken,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.principal_type
-        if x is None:
-            raise EncodeError("field principal_type is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.principal_name
-        if x is None:
-            raise EncodeError("field principal_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.token_requester_principal_type
-        if x is None:
-            raise EncodeError("field token_requester_principal_type is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.token_requester_principal_name
-        if x is None:
-            raise EncodeError("field token_requester_principal_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
-        x = o.token_id
-        if x is None:
-            raise EncodeError("field token_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.hmac
-        if x is None:
-            raise EncodeError("field hmac is None but not nullable at this version")
-        _wire.write_compact_bytes(out, x)
-        x = o.renewers
-        if x is None:
-            raise EncodeError("field renewers is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribedDelegationToken: {exc}") from None
-
-
 _C_Request__DescribeDelegationTokenOwner = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
 
 DescribeDelegationTokenRequest._FIELDS = (
@@ -1095,12 +675,7 @@ _C_Request__DescribeDelegationTokenOwner._FIELDS = (
     FieldInfo('principal_type', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo('principal_name', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
 )
-DescribeDelegationTokenRequest._READERS = {
-    0: _r_DescribeDelegationTokenRequest_0,
-    1: _r_DescribeDelegationTokenRequest_0,
-    2: _r_DescribeDelegationTokenRequest_1,
-    3: _r_DescribeDelegationTokenRequest_1,
-}
+DescribeDelegationTokenRequest._READERS = codec_path.broker_side(DescribeDelegationTokenRequest, '_READERS')
 DescribeDelegationTokenRequest._WRITERS = {
     0: _w_DescribeDelegationTokenRequest_0,
     1: _w_DescribeDelegationTokenRequest_0,
@@ -1212,12 +787,7 @@ DescribeDelegationTokenResponse._READERS = {
     2: _r_DescribeDelegationTokenResponse_1,
     3: _r_DescribeDelegationTokenResponse_2,
 }
-DescribeDelegationTokenResponse._WRITERS = {
-    0: _w_DescribeDelegationTokenResponse_0,
-    1: _w_DescribeDelegationTokenResponse_0,
-    2: _w_DescribeDelegationTokenResponse_1,
-    3: _w_DescribeDelegationTokenResponse_2,
-}
+DescribeDelegationTokenResponse._WRITERS = codec_path.broker_side(DescribeDelegationTokenResponse, '_WRITERS')
 _N_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_0 = (
     _C_Response__DescribedDelegationTokenRenewer,
     False,

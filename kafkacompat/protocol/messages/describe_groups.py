@@ -14,7 +14,6 @@ __all__ = ['DescribeGroupsRequest', 'DescribeGroupsResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
-_F_oB = struct.Struct(">?B")
 _F_h = struct.Struct(">h")
 _F_hB = struct.Struct(">hB")
 _F_i = struct.Struct(">i")
@@ -129,30 +128,6 @@ class DescribeGroupsResponse(KafkaMessage):
 DescribeGroupsRequest.RESPONSE_CLASS = DescribeGroupsResponse
 
 
-def _r_DescribeGroupsRequest_0(buf: Any, pos: int) -> tuple[DescribeGroupsRequest, int]:
-    item: Any
-    s1_groups: list[Any]
-    try:
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("groups", pos)
-        else:
-            s1_groups = []
-            add2 = s1_groups.append
-            for _ in range(n):
-                item, pos = _wire.read_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("groups[]", pos)
-                add2(item)
-        o1 = _new(DescribeGroupsRequest)
-        o1.groups = s1_groups
-        o1.include_authorized_operations = False
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeGroupsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_DescribeGroupsRequest_0(out: bytearray, o: DescribeGroupsRequest) -> None:
     x: Any
     item: Any
@@ -175,32 +150,6 @@ def _w_DescribeGroupsRequest_0(out: bytearray, o: DescribeGroupsRequest) -> None
         raise EncodeError(f"cannot write DescribeGroupsRequest: {exc}") from None
 
 
-def _r_DescribeGroupsRequest_1(buf: Any, pos: int) -> tuple[DescribeGroupsRequest, int]:
-    item: Any
-    s1_groups: list[Any]
-    try:
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("groups", pos)
-        else:
-            s1_groups = []
-            add2 = s1_groups.append
-            for _ in range(n):
-                item, pos = _wire.read_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("groups[]", pos)
-                add2(item)
-        (s1_include_authorized_operations,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        o1 = _new(DescribeGroupsRequest)
-        o1.groups = s1_groups
-        o1.include_authorized_operations = s1_include_authorized_operations
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeGroupsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_DescribeGroupsRequest_1(out: bytearray, o: DescribeGroupsRequest) -> None:
     x: Any
     item: Any
@@ -217,55 +166,6 @@ def _w_DescribeGroupsRequest_1(out: bytearray, o: DescribeGroupsRequest) -> None
         out += _F_o.pack(o.include_authorized_operations)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write DescribeGroupsRequest: {exc}") from None
-
-
-def _r_DescribeGroupsRequest_2(buf: Any, pos: int) -> tuple[DescribeGroupsRequest, int]:
-    item: Any
-    s1_groups: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("groups", pos)
-        else:
-            s1_groups = []
-            add2 = s1_groups.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    item, pos = _wire.read_compact_text(buf, pos, "groups[]")
-                add2(item)
-        (s1_include_authorized_operations, t1,) = _F_oB.unpack_from(buf, pos)
-        pos += 2
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DescribeGroupsRequest)
-        o1.groups = s1_groups
-        o1.include_authorized_operations = s1_include_authorized_operations
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeGroupsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_DescribeGroupsRequest_2(out: bytearray, o: DescribeGroupsRequest) -> None:
@@ -431,21 +331,6 @@ def _r_DescribeGroupsResponse_0(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
     return o1, pos
 
 
-def _w_DescribeGroupsResponse_0(out: bytearray, o: DescribeGroupsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.groups
-        if x is None:
-            raise EncodeError("field groups is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeGroupsResponse__DescribedGroup_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeGroupsResponse: {exc}") from None
-
-
 def _r_DescribeGroupsResponse_1(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
     s1_groups: list[Any]
     s3_members: list[Any]
@@ -579,22 +464,6 @@ def _r_DescribeGroupsResponse_1(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeGroupsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_DescribeGroupsResponse_1(out: bytearray, o: DescribeGroupsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.groups
-        if x is None:
-            raise EncodeError("field groups is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeGroupsResponse__DescribedGroup_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeGroupsResponse: {exc}") from None
 
 
 def _r_DescribeGroupsResponse_2(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
@@ -732,22 +601,6 @@ def _r_DescribeGroupsResponse_2(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeGroupsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_DescribeGroupsResponse_2(out: bytearray, o: DescribeGroupsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.groups
-        if x is None:
-            raise EncodeError("field groups is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeGroupsResponse__DescribedGroup_1(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeGroupsResponse: {exc}") from None
 
 
 def _r_DescribeGroupsResponse_3(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
@@ -895,22 +748,6 @@ def _r_DescribeGroupsResponse_3(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeGroupsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_DescribeGroupsResponse_3(out: bytearray, o: DescribeGroupsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.groups
-        if x is None:
-            raise EncodeError("field groups is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeGroupsResponse__DescribedGroup_2(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeGroupsResponse: {exc}") from None
 
 
 def _r_DescribeGroupsResponse_4(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
@@ -1092,29 +929,6 @@ def _r_DescribeGroupsResponse_4(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeGroupsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_DescribeGroupsResponse_4(out: bytearray, o: DescribeGroupsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.groups
-        if x is None:
-            raise EncodeError("field groups is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeGroupsResponse__DescribedGroup_3(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeGroupsResponse: {exc}") from None
 
 
 def _r_DescribeGroupsResponse_5(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
@@ -1311,407 +1125,6 @@ def _r_DescribeGroupsResponse_5(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
     return o1, pos
 
 
-def _w_DescribeGroupsResponse_5(out: bytearray, o: DescribeGroupsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.groups
-        if x is None:
-            raise EncodeError("field groups is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeGroupsResponse__DescribedGroup_4(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeGroupsResponse: {exc}") from None
-
-
-def _w_DescribeGroupsResponse__DescribedGroupMember_0(
-    out: bytearray,
-    o: DescribeGroupsResponse.DescribedGroupMember,
-) -> None:
-    x: Any
-    try:
-        x = o.member_id
-        if x is None:
-            raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.client_id
-        if x is None:
-            raise EncodeError("field client_id is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.client_host
-        if x is None:
-            raise EncodeError("field client_host is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.member_metadata
-        if x is None:
-            raise EncodeError("field member_metadata is None but not nullable at this version")
-        _wire.write_bytes(out, x)
-        x = o.member_assignment
-        if x is None:
-            raise EncodeError("field member_assignment is None but not nullable at this version")
-        _wire.write_bytes(out, x)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribedGroupMember: {exc}") from None
-
-
-def _w_DescribeGroupsResponse__DescribedGroupMember_1(
-    out: bytearray,
-    o: DescribeGroupsResponse.DescribedGroupMember,
-) -> None:
-    x: Any
-    try:
-        x = o.member_id
-        if x is None:
-            raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.group_instance_id
-        _wire.write_string(out, x)
-        x = o.client_id
-        if x is None:
-            raise EncodeError("field client_id is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.client_host
-        if x is None:
-            raise EncodeError("field client_host is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.member_metadata
-        if x is None:
-            raise EncodeError("field member_metadata is None but not nullable at this version")
-        _wire.write_bytes(out, x)
-        x = o.member_assignment
-        if x is None:
-            raise EncodeError("field member_assignment is None but not nullable at this version")
-        _wire.write_bytes(out, x)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribedGroupMember: {exc}") from None
-
-
-def _w_DescribeGroupsResponse__DescribedGroupMember_2(
-    out: bytearray,
-    o: DescribeGroupsResponse.DescribedGroupMember,
-) -> None:
-    x: Any
-    try:
-        x = o.member_id
-        if x is None:
-            raise EncodeError("field member_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.group_instance_id
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.client_id
-        if x is None:
-            raise EncodeError("field client_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.client_host
-        if x is None:
-            raise EncodeError("field client_host is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.member_metadata
-        if x is None:
-            raise EncodeError("field member_metadata is None but not nullable at this version")
-        _wire.write_compact_bytes(out, x)
-        x = o.member_assignment
-        if x is None:
-            raise EncodeError("field member_assignment is None but not nullable at this version")
-        _wire.write_compact_bytes(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribedGroupMember: {exc}") from None
-
-
-def _w_DescribeGroupsResponse__DescribedGroup_0(
-    out: bytearray,
-    o: DescribeGroupsResponse.DescribedGroup,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.error_message is not None:
-            raise EncodeError(
-                "field error_message has a non-default value but does not exist at this version",
-            )
-        if o.authorized_operations != -2147483648:
-            raise EncodeError(
-                "field authorized_operations has a non-default value but does not exist at this version",
-            )
-        out += _F_h.pack(o.error_code)
-        x = o.group_id
-        if x is None:
-            raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.group_state
-        if x is None:
-            raise EncodeError("field group_state is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.protocol_type
-        if x is None:
-            raise EncodeError("field protocol_type is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.protocol_data
-        if x is None:
-            raise EncodeError("field protocol_data is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.members
-        if x is None:
-            raise EncodeError("field members is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeGroupsResponse__DescribedGroupMember_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribedGroup: {exc}") from None
-
-
-def _w_DescribeGroupsResponse__DescribedGroup_1(
-    out: bytearray,
-    o: DescribeGroupsResponse.DescribedGroup,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.error_message is not None:
-            raise EncodeError(
-                "field error_message has a non-default value but does not exist at this version",
-            )
-        out += _F_h.pack(o.error_code)
-        x = o.group_id
-        if x is None:
-            raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.group_state
-        if x is None:
-            raise EncodeError("field group_state is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.protocol_type
-        if x is None:
-            raise EncodeError("field protocol_type is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.protocol_data
-        if x is None:
-            raise EncodeError("field protocol_data is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.members
-        if x is None:
-            raise EncodeError("field members is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeGroupsResponse__DescribedGroupMember_0(out, item)
-        out += _F_i.pack(o.authorized_operations)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribedGroup: {exc}") from None
-
-
-def _w_DescribeGroupsResponse__DescribedGroup_2(
-    out: bytearray,
-    o: DescribeGroupsResponse.DescribedGroup,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.error_message is not None:
-            raise EncodeError(
-                "field error_message has a non-default value but does not exist at this version",
-            )
-        out += _F_h.pack(o.error_code)
-        x = o.group_id
-        if x is None:
-            raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.group_state
-        if x is None:
-            raise EncodeError("field group_state is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.protocol_type
-        if x is None:
-            raise EncodeError("field protocol_type is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.protocol_data
-        if x is None:
-            raise EncodeError("field protocol_data is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.members
-        if x is None:
-            raise EncodeError("field members is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeGroupsResponse__DescribedGroupMember_1(out, item)
-        out += _F_i.pack(o.authorized_operations)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribedGroup: {exc}") from None
-
-
-def _w_DescribeGroupsResponse__DescribedGroup_3(
-    out: bytearray,
-    o: DescribeGroupsResponse.DescribedGroup,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.error_message is not None:
-            raise EncodeError(
-                "field error_message has a non-default value but does not exist at this version",
-            )
-        out += _F_h.pack(o.error_code)
-        x = o.group_id
-        if x is None:
-            raise EncodeError("field group_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.group_state
-        if x is None:
-            raise EncodeError("field group_state is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.protocol_type
-        if x is None:
-            raise EncodeError("field protocol_type is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.protocol_data
-        if x is None:
-            raise EncodeError("field protocol_data is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.members
-        if x is None:
-            raise EncodeError("field members is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeGroupsResponse__DescribedGroupMember_2(out, item)
-        out += _F_i.pack(o.authorized_operations)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribedGroup: {exc}") from None
-
-
-def _w_DescribeGroupsResponse__DescribedGroup_4(
-    out: bytearray,
-    o: DescribeGroupsResponse.DescribedGroup,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.group_id
-        if x is None:
-            raise EncodeError("field group_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.group_state
-        if x is None:
-            raise EncodeError("field group_state is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.protocol_type
-        if x is None:
-            raise EncodeError("field protocol_type is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.protocol_data
-        if x is None:
-            raise EncodeError("field protocol_data is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.members
-        if x is None:
-            raise EncodeError("field members is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeGroupsResponse__DescribedGroupMember_2(out, item)
-        out += _F_i.pack(o.authorized_operations)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribedGroup: {exc}") from None
-
-
 
 DescribeGroupsRequest._FIELDS = (
     FieldInfo('groups', 'string', None, True, VersionRange(0, 6), _NONE, _NONE, None, False),
@@ -1727,15 +1140,7 @@ DescribeGroupsRequest._FIELDS = (
         False,
     ),
 )
-DescribeGroupsRequest._READERS = {
-    0: _r_DescribeGroupsRequest_0,
-    1: _r_DescribeGroupsRequest_0,
-    2: _r_DescribeGroupsRequest_0,
-    3: _r_DescribeGroupsRequest_1,
-    4: _r_DescribeGroupsRequest_1,
-    5: _r_DescribeGroupsRequest_2,
-    6: _r_DescribeGroupsRequest_2,
-}
+DescribeGroupsRequest._READERS = codec_path.broker_side(DescribeGroupsRequest, '_READERS')
 DescribeGroupsRequest._WRITERS = {
     0: _w_DescribeGroupsRequest_0,
     1: _w_DescribeGroupsRequest_0,
@@ -1850,15 +1255,7 @@ DescribeGroupsResponse._READERS = {
     5: _r_DescribeGroupsResponse_4,
     6: _r_DescribeGroupsResponse_5,
 }
-DescribeGroupsResponse._WRITERS = {
-    0: _w_DescribeGroupsResponse_0,
-    1: _w_DescribeGroupsResponse_1,
-    2: _w_DescribeGroupsResponse_1,
-    3: _w_DescribeGroupsResponse_2,
-    4: _w_DescribeGroupsResponse_3,
-    5: _w_DescribeGroupsResponse_4,
-    6: _w_DescribeGroupsResponse_5,
-}
+DescribeGroupsResponse._WRITERS = codec_path.broker_side(DescribeGroupsResponse, '_WRITERS')
 _N_DescribeGroupsResponse__DescribedGroupMember_0 = (
     _C_Response__DescribedGroupMember,
     False,

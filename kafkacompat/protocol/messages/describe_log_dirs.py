@@ -19,13 +19,9 @@ _F_i = struct.Struct(">i")
 _F_ih = struct.Struct(">ih")
 _F_iqqo = struct.Struct(">iqq?")
 _F_iqqoB = struct.Struct(">iqq?B")
-_F_qq = struct.Struct(">qq")
-_F_qqo = struct.Struct(">qq?")
 _F_qqoB = struct.Struct(">qq?B")
 _F_qqB = struct.Struct(">qqB")
 _NO_TAGS = _wire.EMPTY_TAGS
-_A_i = _wire.SHORT_ARRAYS["i"]
-_K_i = _wire.COUNTED_ARRAYS["i"]
 _PC_i = _wire.COMPACT_PREFIXED["i"]
 _PI_i = _wire.CLASSIC_PREFIXED["i"]
 
@@ -144,52 +140,6 @@ class DescribeLogDirsResponse(KafkaMessage):
 DescribeLogDirsRequest.RESPONSE_CLASS = DescribeLogDirsResponse
 
 
-def _r_DescribeLogDirsRequest_0(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest, int]:
-    s1_topics: list[Any] | None
-    s3_partitions: list[Any]
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            s1_topics = None
-        else:
-            s1_topics = _wire.KeyedList()
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_topic = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_topic, pos = _wire.read_string(buf, pos)
-                    if s3_topic is None:
-                        raise _wire.null_error("topic", pos)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop = pos + 4 * n
-                    if n < 32 and stop <= buflen:
-                        s3_partitions = [*_A_i[n].unpack_from(buf, pos)]
-                        pos = stop
-                    else:
-                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                o3 = _new(_C_Request__DescribableLogDirTopic)
-                o3.topic = s3_topic
-                o3.partitions = s3_partitions
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(DescribeLogDirsRequest)
-        o1.topics = s1_topics
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeLogDirsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_DescribeLogDirsRequest_0(out: bytearray, o: DescribeLogDirsRequest) -> None:
     x: Any
     item: Any
@@ -203,92 +153,6 @@ def _w_DescribeLogDirsRequest_0(out: bytearray, o: DescribeLogDirsRequest) -> No
                 _w_DescribeLogDirsRequest__DescribableLogDirTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write DescribeLogDirsRequest: {exc}") from None
-
-
-def _r_DescribeLogDirsRequest_1(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest, int]:
-    s1_topics: list[Any] | None
-    s3_partitions: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            s1_topics = None
-        else:
-            s1_topics = _wire.KeyedList()
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_topic, pos = _wire.read_compact_text(buf, pos, "topic")
-                c = buf[pos]
-                if c == 1:  # empty (offline replicas, mostly): no unpack
-                    s3_partitions = []
-                    pos += 1
-                elif 0 < c <= 32:
-                    s3_partitions = [*_K_i[c].unpack_from(buf, pos)]
-                    pos += 4 * c - 3
-                else:
-                    n = buf[pos] - 1
-                    if n < 0x7F:
-                        pos += 1
-                    else:
-                        n, pos = _wire.read_compact_array_count(buf, pos)
-                    if n < 0:
-                        raise _wire.null_error("partitions", pos)
-                    else:
-                        stop = pos + 4 * n
-                        if n < 32 and stop <= buflen:
-                            s3_partitions = [*_A_i[n].unpack_from(buf, pos)]
-                            pos = stop
-                        else:
-                            s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__DescribableLogDirTopic)
-                o3.topic = s3_topic
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DescribeLogDirsRequest)
-        o1.topics = s1_topics
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeLogDirsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_DescribeLogDirsRequest_1(out: bytearray, o: DescribeLogDirsRequest) -> None:
@@ -486,22 +350,6 @@ def _r_DescribeLogDirsResponse_0(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
     return o1, pos
 
 
-def _w_DescribeLogDirsResponse_0(out: bytearray, o: DescribeLogDirsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeLogDirsResponse__DescribeLogDirsResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeLogDirsResponse: {exc}") from None
-
-
 def _r_DescribeLogDirsResponse_1(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse, int]:
     s1_results: list[Any]
     s3_topics: list[Any]
@@ -676,29 +524,6 @@ def _r_DescribeLogDirsResponse_1(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
     return o1, pos
 
 
-def _w_DescribeLogDirsResponse_1(out: bytearray, o: DescribeLogDirsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeLogDirsResponse__DescribeLogDirsResult_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeLogDirsResponse: {exc}") from None
-
-
 def _r_DescribeLogDirsResponse_2(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse, int]:
     s1_results: list[Any]
     s3_topics: list[Any]
@@ -871,29 +696,6 @@ def _r_DescribeLogDirsResponse_2(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeLogDirsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_DescribeLogDirsResponse_2(out: bytearray, o: DescribeLogDirsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeLogDirsResponse__DescribeLogDirsResult_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeLogDirsResponse: {exc}") from None
 
 
 def _r_DescribeLogDirsResponse_3(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse, int]:
@@ -1071,29 +873,6 @@ def _r_DescribeLogDirsResponse_3(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
     return o1, pos
 
 
-def _w_DescribeLogDirsResponse_3(out: bytearray, o: DescribeLogDirsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeLogDirsResponse__DescribeLogDirsResult_2(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeLogDirsResponse: {exc}") from None
-
-
 def _r_DescribeLogDirsResponse_4(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse, int]:
     s1_results: list[Any]
     s3_topics: list[Any]
@@ -1269,239 +1048,6 @@ def _r_DescribeLogDirsResponse_4(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
     return o1, pos
 
 
-def _w_DescribeLogDirsResponse_4(out: bytearray, o: DescribeLogDirsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeLogDirsResponse__DescribeLogDirsResult_3(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeLogDirsResponse: {exc}") from None
-
-
-def _w_DescribeLogDirsResponse__DescribeLogDirsPartition_0(
-    out: bytearray,
-    o: DescribeLogDirsResponse.DescribeLogDirsPartition,
-) -> None:
-    try:
-        out += _F_iqqo.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeLogDirsPartition: {exc}") from None
-
-
-def _w_DescribeLogDirsResponse__DescribeLogDirsPartition_1(
-    out: bytearray,
-    o: DescribeLogDirsResponse.DescribeLogDirsPartition,
-) -> None:
-    try:
-        out += _F_iqqo.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeLogDirsPartition: {exc}") from None
-
-
-def _w_DescribeLogDirsResponse__DescribeLogDirsTopic_0(
-    out: bytearray,
-    o: DescribeLogDirsResponse.DescribeLogDirsTopic,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeLogDirsResponse__DescribeLogDirsPartition_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeLogDirsTopic: {exc}") from None
-
-
-def _w_DescribeLogDirsResponse__DescribeLogDirsTopic_1(
-    out: bytearray,
-    o: DescribeLogDirsResponse.DescribeLogDirsTopic,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeLogDirsResponse__DescribeLogDirsPartition_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeLogDirsTopic: {exc}") from None
-
-
-def _w_DescribeLogDirsResponse__DescribeLogDirsResult_0(
-    out: bytearray,
-    o: DescribeLogDirsResponse.DescribeLogDirsResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.log_dir
-        if x is None:
-            raise EncodeError("field log_dir is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_DescribeLogDirsResponse__DescribeLogDirsTopic_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeLogDirsResult: {exc}") from None
-
-
-def _w_DescribeLogDirsResponse__DescribeLogDirsResult_1(
-    out: bytearray,
-    o: DescribeLogDirsResponse.DescribeLogDirsResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.log_dir
-        if x is None:
-            raise EncodeError("field log_dir is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeLogDirsResponse__DescribeLogDirsTopic_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeLogDirsResult: {exc}") from None
-
-
-def _w_DescribeLogDirsResponse__DescribeLogDirsResult_2(
-    out: bytearray,
-    o: DescribeLogDirsResponse.DescribeLogDirsResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.log_dir
-        if x is None:
-            raise EncodeError("field log_dir is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeLogDirsResponse__DescribeLogDirsTopic_1(out, item)
-        out += _F_qq.pack(o.total_bytes, o.usable_bytes)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeLogDirsResult: {exc}") from None
-
-
-def _w_DescribeLogDirsResponse__DescribeLogDirsResult_3(
-    out: bytearray,
-    o: DescribeLogDirsResponse.DescribeLogDirsResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.log_dir
-        if x is None:
-            raise EncodeError("field log_dir is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeLogDirsResponse__DescribeLogDirsTopic_1(out, item)
-        out += _F_qqo.pack(o.total_bytes, o.usable_bytes, o.is_cordoned)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeLogDirsResult: {exc}") from None
-
-
 _C_Request__DescribableLogDirTopic = DescribeLogDirsRequest.DescribableLogDirTopic
 
 DescribeLogDirsRequest._FIELDS = (
@@ -1521,14 +1067,7 @@ _C_Request__DescribableLogDirTopic._FIELDS = (
     FieldInfo('topic', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
     FieldInfo('partitions', 'int32', None, True, VersionRange(0, 5), _NONE, _NONE, None, False),
 )
-DescribeLogDirsRequest._READERS = {
-    0: _r_DescribeLogDirsRequest_0,
-    1: _r_DescribeLogDirsRequest_0,
-    2: _r_DescribeLogDirsRequest_1,
-    3: _r_DescribeLogDirsRequest_1,
-    4: _r_DescribeLogDirsRequest_1,
-    5: _r_DescribeLogDirsRequest_1,
-}
+DescribeLogDirsRequest._READERS = codec_path.broker_side(DescribeLogDirsRequest, '_READERS')
 DescribeLogDirsRequest._WRITERS = {
     0: _w_DescribeLogDirsRequest_0,
     1: _w_DescribeLogDirsRequest_0,
@@ -1639,14 +1178,7 @@ DescribeLogDirsResponse._READERS = {
     4: _r_DescribeLogDirsResponse_3,
     5: _r_DescribeLogDirsResponse_4,
 }
-DescribeLogDirsResponse._WRITERS = {
-    0: _w_DescribeLogDirsResponse_0,
-    1: _w_DescribeLogDirsResponse_0,
-    2: _w_DescribeLogDirsResponse_1,
-    3: _w_DescribeLogDirsResponse_2,
-    4: _w_DescribeLogDirsResponse_3,
-    5: _w_DescribeLogDirsResponse_4,
-}
+DescribeLogDirsResponse._WRITERS = codec_path.broker_side(DescribeLogDirsResponse, '_WRITERS')
 _N_DescribeLogDirsResponse__DescribeLogDirsPartition_0 = (
     _C_Response__DescribeLogDirsPartition,
     False,

@@ -14,13 +14,9 @@ __all__ = ['DescribeProducersRequest', 'DescribeProducersResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
-_F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
-_F_qiiqiq = struct.Struct(">qiiqiq")
 _F_qiiqiqB = struct.Struct(">qiiqiqB")
 _NO_TAGS = _wire.EMPTY_TAGS
-_A_i = _wire.SHORT_ARRAYS["i"]
-_K_i = _wire.COUNTED_ARRAYS["i"]
 _PC_i = _wire.COMPACT_PREFIXED["i"]
 
 
@@ -130,92 +126,6 @@ class DescribeProducersResponse(KafkaMessage):
 
 
 DescribeProducersRequest.RESPONSE_CLASS = DescribeProducersResponse
-
-
-def _r_DescribeProducersRequest_0(buf: Any, pos: int) -> tuple[DescribeProducersRequest, int]:
-    s1_topics: list[Any]
-    s3_partition_indexes: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = _wire.KeyedList()
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                c = buf[pos]
-                if c == 1:  # empty (offline replicas, mostly): no unpack
-                    s3_partition_indexes = []
-                    pos += 1
-                elif 0 < c <= 32:
-                    s3_partition_indexes = [*_K_i[c].unpack_from(buf, pos)]
-                    pos += 4 * c - 3
-                else:
-                    n = buf[pos] - 1
-                    if n < 0x7F:
-                        pos += 1
-                    else:
-                        n, pos = _wire.read_compact_array_count(buf, pos)
-                    if n < 0:
-                        raise _wire.null_error("partition_indexes", pos)
-                    else:
-                        stop = pos + 4 * n
-                        if n < 32 and stop <= buflen:
-                            s3_partition_indexes = [*_A_i[n].unpack_from(buf, pos)]
-                            pos = stop
-                        else:
-                            s3_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__TopicRequest)
-                o3.name = s3_name
-                o3.partition_indexes = s3_partition_indexes
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DescribeProducersRequest)
-        o1.topics = s1_topics
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeProducersRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_DescribeProducersRequest_0(out: bytearray, o: DescribeProducersRequest) -> None:
@@ -458,117 +368,6 @@ def _r_DescribeProducersResponse_0(buf: Any, pos: int) -> tuple[DescribeProducer
     return o1, pos
 
 
-def _w_DescribeProducersResponse_0(out: bytearray, o: DescribeProducersResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeProducersResponse__TopicResponse_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeProducersResponse: {exc}") from None
-
-
-def _w_DescribeProducersResponse__ProducerState_0(
-    out: bytearray,
-    o: DescribeProducersResponse.ProducerState,
-) -> None:
-    try:
-        out += _F_qiiqiq.pack(
-            o.producer_id,
-            o.producer_epoch,
-            o.last_sequence,
-            o.last_timestamp,
-            o.coordinator_epoch,
-            o.current_txn_start_offset,
-        )
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ProducerState: {exc}") from None
-
-
-def _w_DescribeProducersResponse__PartitionResponse_0(
-    out: bytearray,
-    o: DescribeProducersResponse.PartitionResponse,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.partition_index, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.active_producers
-        if x is None:
-            raise EncodeError("field active_producers is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeProducersResponse__ProducerState_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write PartitionResponse: {exc}") from None
-
-
-def _w_DescribeProducersResponse__TopicResponse_0(
-    out: bytearray,
-    o: DescribeProducersResponse.TopicResponse,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeProducersResponse__PartitionResponse_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write TopicResponse: {exc}") from None
-
-
 _C_Request__TopicRequest = DescribeProducersRequest.TopicRequest
 
 DescribeProducersRequest._FIELDS = (
@@ -588,7 +387,7 @@ _C_Request__TopicRequest._FIELDS = (
     FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo('partition_indexes', 'int32', None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
-DescribeProducersRequest._READERS = {0: _r_DescribeProducersRequest_0}
+DescribeProducersRequest._READERS = codec_path.broker_side(DescribeProducersRequest, '_READERS')
 DescribeProducersRequest._WRITERS = {0: _w_DescribeProducersRequest_0}
 _N_DescribeProducersRequest__TopicRequest_0 = (
     _C_Request__TopicRequest,
@@ -683,7 +482,7 @@ _C_Response__TopicResponse._FIELDS = (
     ),
 )
 DescribeProducersResponse._READERS = {0: _r_DescribeProducersResponse_0}
-DescribeProducersResponse._WRITERS = {0: _w_DescribeProducersResponse_0}
+DescribeProducersResponse._WRITERS = codec_path.broker_side(DescribeProducersResponse, '_WRITERS')
 _N_DescribeProducersResponse__ProducerState_0 = (
     _C_Response__ProducerState,
     True,

@@ -14,21 +14,15 @@ __all__ = ['DescribeQuorumRequest', 'DescribeQuorumResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
-_F_H = struct.Struct(">H")
 _F_HB = struct.Struct(">HB")
 _F_h = struct.Struct(">h")
 _F_hB = struct.Struct(">hB")
 _F_i = struct.Struct(">i")
-_F_iB = struct.Struct(">iB")
-_F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _F_ihiiq = struct.Struct(">ihiiq")
 _F_iiq = struct.Struct(">iiq")
-_F_iq = struct.Struct(">iq")
 _F_iqB = struct.Struct(">iqB")
-_F_iqqq = struct.Struct(">iqqq")
 _F_iqqqB = struct.Struct(">iqqqB")
-_F_qqq = struct.Struct(">qqq")
 _F_qqqB = struct.Struct(">qqqB")
 _NO_TAGS = _wire.EMPTY_TAGS
 _UUID = uuid.UUID
@@ -199,114 +193,6 @@ class DescribeQuorumResponse(KafkaMessage):
 
 
 DescribeQuorumRequest.RESPONSE_CLASS = DescribeQuorumResponse
-
-
-def _r_DescribeQuorumRequest_0(buf: Any, pos: int) -> tuple[DescribeQuorumRequest, int]:
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u6: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop5 = pos + 5 * n
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    if stop5 <= buflen:
-                        for (s5_partition_index, t5,) in _F_iB.iter_unpack(buf[pos:stop5]):
-                            if t5:
-                                break
-                            o5 = _new(_C_Request__PartitionData)
-                            o5.partition_index = s5_partition_index
-                            o5._unknown_tags = _NO_TAGS
-                            add4(o5)
-                        else:
-                            pos = stop5
-                            stop5 = -1
-                    if stop5 >= 0:  # some element carries tags, or the data is short
-                        s3_partitions = []
-                        add4 = s3_partitions.append
-                        for _ in range(n):
-                            (s6_partition_index, t6,) = _F_iB.unpack_from(buf, pos)
-                            pos += 5
-                            u6 = _NO_TAGS
-                            if t6:
-                                pos -= 1
-                                count6, pos = _wire.read_tag_count(buf, pos)
-                                seen6: list[tuple[int, bytes]] = []
-                                for _ in range(count6):
-                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    seen6.append((tag6, bytes(buf[pos:end6])))
-                                    pos = end6
-                                if seen6:
-                                    u6 = tuple(seen6)
-                            o6 = _new(_C_Request__PartitionData)
-                            o6.partition_index = s6_partition_index
-                            o6._unknown_tags = u6
-                            add4(o6)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__TopicData)
-                o3.topic_name = s3_topic_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DescribeQuorumRequest)
-        o1.topics = s1_topics
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeQuorumRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_DescribeQuorumRequest_0(out: bytearray, o: DescribeQuorumRequest) -> None:
@@ -599,31 +485,6 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
     return o1, pos
 
 
-def _w_DescribeQuorumResponse_0(out: bytearray, o: DescribeQuorumResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.nodes:
-            raise EncodeError("field nodes has a non-default value but does not exist at this version")
-        out += _F_h.pack(o.error_code)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeQuorumResponse__TopicData_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeQuorumResponse: {exc}") from None
-
-
 def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumResponse, int]:
     s1_topics: list[Any]
     s3_partitions: list[Any]
@@ -864,31 +725,6 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeQuorumResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_DescribeQuorumResponse_1(out: bytearray, o: DescribeQuorumResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.nodes:
-            raise EncodeError("field nodes has a non-default value but does not exist at this version")
-        out += _F_h.pack(o.error_code)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeQuorumResponse__TopicData_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeQuorumResponse: {exc}") from None
 
 
 def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumResponse, int]:
@@ -1201,358 +1037,6 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
     return o1, pos
 
 
-def _w_DescribeQuorumResponse_2(out: bytearray, o: DescribeQuorumResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeQuorumResponse__TopicData_2(out, item)
-        x = o.nodes
-        if x is None:
-            raise EncodeError("field nodes is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeQuorumResponse__Node_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeQuorumResponse: {exc}") from None
-
-
-def _w_DescribeQuorumResponse__ReplicaState_0(out: bytearray, o: DescribeQuorumResponse.ReplicaState) -> None:
-    try:
-        if o.replica_directory_id != _wire.ZERO_UUID:
-            raise EncodeError(
-                "field replica_directory_id has a non-default value but does not exist at this version",
-            )
-        out += _F_iq.pack(o.replica_id, o.log_end_offset)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ReplicaState: {exc}") from None
-
-
-def _w_DescribeQuorumResponse__ReplicaState_1(out: bytearray, o: DescribeQuorumResponse.ReplicaState) -> None:
-    try:
-        if o.replica_directory_id != _wire.ZERO_UUID:
-            raise EncodeError(
-                "field replica_directory_id has a non-default value but does not exist at this version",
-            )
-        out += _F_iqqq.pack(
-            o.replica_id,
-            o.log_end_offset,
-            o.last_fetch_timestamp,
-            o.last_caught_up_timestamp,
-        )
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ReplicaState: {exc}") from None
-
-
-def _w_DescribeQuorumResponse__ReplicaState_2(out: bytearray, o: DescribeQuorumResponse.ReplicaState) -> None:
-    x: Any
-    try:
-        out += _F_i.pack(o.replica_id)
-        x = o.replica_directory_id
-        _wire.write_uuid(out, x)
-        out += _F_qqq.pack(o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ReplicaState: {exc}") from None
-
-
-def _w_DescribeQuorumResponse__PartitionData_0(
-    out: bytearray,
-    o: DescribeQuorumResponse.PartitionData,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ihiiq.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark)
-        x = o.current_voters
-        if x is None:
-            raise EncodeError("field current_voters is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeQuorumResponse__ReplicaState_0(out, item)
-        x = o.observers
-        if x is None:
-            raise EncodeError("field observers is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeQuorumResponse__ReplicaState_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write PartitionData: {exc}") from None
-
-
-def _w_DescribeQuorumResponse__PartitionData_1(
-    out: bytearray,
-    o: DescribeQuorumResponse.PartitionData,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ihiiq.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark)
-        x = o.current_voters
-        if x is None:
-            raise EncodeError("field current_voters is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeQuorumResponse__ReplicaState_1(out, item)
-        x = o.observers
-        if x is None:
-            raise EncodeError("field observers is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeQuorumResponse__ReplicaState_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write PartitionData: {exc}") from None
-
-
-def _w_DescribeQuorumResponse__PartitionData_2(
-    out: bytearray,
-    o: DescribeQuorumResponse.PartitionData,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.partition_index, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_iiq.pack(o.leader_id, o.leader_epoch, o.high_watermark)
-        x = o.current_voters
-        if x is None:
-            raise EncodeError("field current_voters is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeQuorumResponse__ReplicaState_2(out, item)
-        x = o.observers
-        if x is None:
-            raise EncodeError("field observers is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeQuorumResponse__ReplicaState_2(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write PartitionData: {exc}") from None
-
-
-def _w_DescribeQuorumResponse__TopicData_0(out: bytearray, o: DescribeQuorumResponse.TopicData) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic_name
-        if x is None:
-            raise EncodeError("field topic_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeQuorumResponse__PartitionData_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write TopicData: {exc}") from None
-
-
-def _w_DescribeQuorumResponse__TopicData_1(out: bytearray, o: DescribeQuorumResponse.TopicData) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic_name
-        if x is None:
-            raise EncodeError("field topic_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeQuorumResponse__PartitionData_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write TopicData: {exc}") from None
-
-
-def _w_DescribeQuorumResponse__TopicData_2(out: bytearray, o: DescribeQuorumResponse.TopicData) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic_name
-        if x is None:
-            raise EncodeError("field topic_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeQuorumResponse__PartitionData_2(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write TopicData: {exc}") from None
-
-
-def _w_DescribeQuorumResponse__Listener_0(out: bytearray, o: DescribeQuorumResponse.Listener) -> None:
-    x: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.host
-        if x is None:
-            raise EncodeError("field host is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_H.pack(o.port)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write Listener: {exc}") from None
-
-
-def _w_DescribeQuorumResponse__Node_0(out: bytearray, o: DescribeQuorumResponse.Node) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.node_id)
-        x = o.listeners
-        if x is None:
-            raise EncodeError("field listeners is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeQuorumResponse__Listener_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write Node: {exc}") from None
-
-
 _C_Request__PartitionData = DescribeQuorumRequest.PartitionData
 _C_Request__TopicData = DescribeQuorumRequest.TopicData
 
@@ -1586,11 +1070,7 @@ _C_Request__TopicData._FIELDS = (
         False,
     ),
 )
-DescribeQuorumRequest._READERS = {
-    0: _r_DescribeQuorumRequest_0,
-    1: _r_DescribeQuorumRequest_0,
-    2: _r_DescribeQuorumRequest_0,
-}
+DescribeQuorumRequest._READERS = codec_path.broker_side(DescribeQuorumRequest, '_READERS')
 DescribeQuorumRequest._WRITERS = {
     0: _w_DescribeQuorumRequest_0,
     1: _w_DescribeQuorumRequest_0,
@@ -1740,11 +1220,7 @@ DescribeQuorumResponse._READERS = {
     1: _r_DescribeQuorumResponse_1,
     2: _r_DescribeQuorumResponse_2,
 }
-DescribeQuorumResponse._WRITERS = {
-    0: _w_DescribeQuorumResponse_0,
-    1: _w_DescribeQuorumResponse_1,
-    2: _w_DescribeQuorumResponse_2,
-}
+DescribeQuorumResponse._WRITERS = codec_path.broker_side(DescribeQuorumResponse, '_WRITERS')
 _N_DescribeQuorumResponse__ReplicaState_0 = (
     _C_Response__ReplicaState,
     True,

@@ -14,16 +14,11 @@ __all__ = ['DescribeShareGroupOffsetsRequest', 'DescribeShareGroupOffsetsRespons
 
 _new = object.__new__
 _NONE = VersionRange.NONE
-_F_h = struct.Struct(">h")
 _F_hB = struct.Struct(">hB")
 _F_i = struct.Struct(">i")
-_F_iqih = struct.Struct(">iqih")
 _F_iqihB = struct.Struct(">iqihB")
-_F_iqiqh = struct.Struct(">iqiqh")
 _F_iqiqhB = struct.Struct(">iqiqhB")
 _NO_TAGS = _wire.EMPTY_TAGS
-_A_i = _wire.SHORT_ARRAYS["i"]
-_K_i = _wire.COUNTED_ARRAYS["i"]
 _PC_i = _wire.COMPACT_PREFIXED["i"]
 _UUID = uuid.UUID
 _UUID_SAFE = uuid.SafeUUID.unknown
@@ -157,131 +152,6 @@ class DescribeShareGroupOffsetsResponse(KafkaMessage):
 
 
 DescribeShareGroupOffsetsRequest.RESPONSE_CLASS = DescribeShareGroupOffsetsResponse
-
-
-def _r_DescribeShareGroupOffsetsRequest_0(buf: Any, pos: int) -> tuple[DescribeShareGroupOffsetsRequest, int]:
-    s1_groups: list[Any]
-    s3_topics: list[Any] | None
-    s5_partitions: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u5: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("groups", pos)
-        else:
-            s1_groups = []
-            add2 = s1_groups.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_id = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    s3_topics = None
-                else:
-                    s3_topics = []
-                    add4 = s3_topics.append
-                    for _ in range(n):
-                        size = buf[pos]
-                        if 0 < size < 0x80:
-                            stop = pos + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_topic_name = buf[pos + 1 : stop].decode()
-                            pos = stop
-                        else:
-                            s5_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
-                        c = buf[pos]
-                        if c == 1:  # empty (offline replicas, mostly): no unpack
-                            s5_partitions = []
-                            pos += 1
-                        elif 0 < c <= 32:
-                            s5_partitions = [*_K_i[c].unpack_from(buf, pos)]
-                            pos += 4 * c - 3
-                        else:
-                            n = buf[pos] - 1
-                            if n < 0x7F:
-                                pos += 1
-                            else:
-                                n, pos = _wire.read_compact_array_count(buf, pos)
-                            if n < 0:
-                                raise _wire.null_error("partitions", pos)
-                            else:
-                                stop = pos + 4 * n
-                                if n < 32 and stop <= buflen:
-                                    s5_partitions = [*_A_i[n].unpack_from(buf, pos)]
-                                    pos = stop
-                                else:
-                                    s5_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        u5 = _NO_TAGS
-                        if buf[pos] == 0:
-                            pos += 1
-                        else:
-                            count5, pos = _wire.read_tag_count(buf, pos)
-                            seen5: list[tuple[int, bytes]] = []
-                            for _ in range(count5):
-                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                seen5.append((tag5, bytes(buf[pos:end5])))
-                                pos = end5
-                            if seen5:
-                                u5 = tuple(seen5)
-                        o5 = _new(_C_Request__DescribeShareGroupOffsetsRequestTopic)
-                        o5.topic_name = s5_topic_name
-                        o5.partitions = s5_partitions
-                        o5._unknown_tags = u5
-                        add4(o5)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__DescribeShareGroupOffsetsRequestGroup)
-                o3.group_id = s3_group_id
-                o3.topics = s3_topics
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DescribeShareGroupOffsetsRequest)
-        o1.groups = s1_groups
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeShareGroupOffsetsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_DescribeShareGroupOffsetsRequest_0(out: bytearray, o: DescribeShareGroupOffsetsRequest) -> None:
@@ -564,29 +434,6 @@ def _r_DescribeShareGroupOffsetsResponse_0(
     return o1, pos
 
 
-def _w_DescribeShareGroupOffsetsResponse_0(out: bytearray, o: DescribeShareGroupOffsetsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.groups
-        if x is None:
-            raise EncodeError("field groups is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponseGroup_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeShareGroupOffsetsResponse: {exc}") from None
-
-
 def _r_DescribeShareGroupOffsetsResponse_1(
     buf: Any,
     pos: int,
@@ -777,229 +624,6 @@ def _r_DescribeShareGroupOffsetsResponse_1(
     return o1, pos
 
 
-def _w_DescribeShareGroupOffsetsResponse_1(out: bytearray, o: DescribeShareGroupOffsetsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.groups
-        if x is None:
-            raise EncodeError("field groups is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponseGroup_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeShareGroupOffsetsResponse: {exc}") from None
-
-
-def _w_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponsePartition_0(
-    out: bytearray,
-    o: DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition,
-) -> None:
-    x: Any
-    try:
-        out += _F_iqih.pack(o.partition_index, o.start_offset, o.leader_epoch, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeShareGroupOffsetsResponsePartition: {exc}") from None
-
-
-def _w_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponsePartition_1(
-    out: bytearray,
-    o: DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition,
-) -> None:
-    x: Any
-    try:
-        out += _F_iqiqh.pack(o.partition_index, o.start_offset, o.leader_epoch, o.lag, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeShareGroupOffsetsResponsePartition: {exc}") from None
-
-
-def _w_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponseTopic_0(
-    out: bytearray,
-    o: DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic_name
-        if x is None:
-            raise EncodeError("field topic_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.topic_id
-        _wire.write_uuid(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponsePartition_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeShareGroupOffsetsResponseTopic: {exc}") from None
-
-
-def _w_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponseTopic_1(
-    out: bytearray,
-    o: DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic_name
-        if x is None:
-            raise EncodeError("field topic_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.topic_id
-        _wire.write_uuid(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponsePartition_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeShareGroupOffsetsResponseTopic: {exc}") from None
-
-
-def _w_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponseGroup_0(
-    out: bytearray,
-    o: DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.group_id
-        if x is None:
-            raise EncodeError("field group_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponseTopic_0(out, item)
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeShareGroupOffsetsResponseGroup: {exc}") from None
-
-
-def _w_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponseGroup_1(
-    out: bytearray,
-    o: DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.group_id
-        if x is None:
-            raise EncodeError("field group_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponseTopic_1(out, item)
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeShareGroupOffsetsResponseGroup: {exc}") from None
-
-
 _C_Request__DescribeShareGroupOffsetsRequestTopic = (
     DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic
 )
@@ -1038,10 +662,10 @@ _C_Request__DescribeShareGroupOffsetsRequestGroup._FIELDS = (
         False,
     ),
 )
-DescribeShareGroupOffsetsRequest._READERS = {
-    0: _r_DescribeShareGroupOffsetsRequest_0,
-    1: _r_DescribeShareGroupOffsetsRequest_0,
-}
+DescribeShareGroupOffsetsRequest._READERS = codec_path.broker_side(
+    DescribeShareGroupOffsetsRequest,
+    '_READERS',
+)
 DescribeShareGroupOffsetsRequest._WRITERS = {
     0: _w_DescribeShareGroupOffsetsRequest_0,
     1: _w_DescribeShareGroupOffsetsRequest_0,
@@ -1162,10 +786,10 @@ DescribeShareGroupOffsetsResponse._READERS = {
     0: _r_DescribeShareGroupOffsetsResponse_0,
     1: _r_DescribeShareGroupOffsetsResponse_1,
 }
-DescribeShareGroupOffsetsResponse._WRITERS = {
-    0: _w_DescribeShareGroupOffsetsResponse_0,
-    1: _w_DescribeShareGroupOffsetsResponse_1,
-}
+DescribeShareGroupOffsetsResponse._WRITERS = codec_path.broker_side(
+    DescribeShareGroupOffsetsResponse,
+    '_WRITERS',
+)
 _N_DescribeShareGroupOffsetsResponse__DescribeShareGroupOffsetsResponsePartition_0 = (
     _C_Response__DescribeShareGroupOffsetsResponsePartition,
     True,

@@ -15,16 +15,13 @@ __all__ = ['DescribeTopicPartitionsRequest', 'DescribeTopicPartitionsResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
-_F_h = struct.Struct(">h")
 _F_hB = struct.Struct(">hB")
-_F_hiii = struct.Struct(">hiii")
 _F_hiiiB = struct.Struct(">hiiiB")
 _F_i = struct.Struct(">i")
 _F_iB = struct.Struct(">iB")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_i = _wire.SHORT_ARRAYS["i"]
 _K_i = _wire.COUNTED_ARRAYS["i"]
-_PC_i = _wire.COMPACT_PREFIXED["i"]
 _UUID = uuid.UUID
 _UUID_SAFE = uuid.SafeUUID.unknown
 _set = object.__setattr__
@@ -172,106 +169,6 @@ class DescribeTopicPartitionsResponse(KafkaMessage):
 
 
 DescribeTopicPartitionsRequest.RESPONSE_CLASS = DescribeTopicPartitionsResponse
-
-
-def _r_DescribeTopicPartitionsRequest_0(buf: Any, pos: int) -> tuple[DescribeTopicPartitionsRequest, int]:
-    s1_cursor: DescribeTopicPartitionsRequest.Cursor | None
-    s1_topics: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u4: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__TopicRequest)
-                o3.name = s3_name
-                o3._unknown_tags = u3
-                add2(o3)
-        (s1_response_partition_limit,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        (flag,) = _wire.INT8.unpack_from(buf, pos)
-        pos += 1
-        if flag < 0:
-            s1_cursor = None
-        else:
-            size = buf[pos]
-            if 0 < size < 0x80:
-                stop = pos + size
-                if stop > buflen:
-                    raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                s4_topic_name = buf[pos + 1 : stop].decode()
-                pos = stop
-            else:
-                s4_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
-            (s4_partition_index, t4,) = _F_iB.unpack_from(buf, pos)
-            pos += 5
-            u4 = _NO_TAGS
-            if t4:
-                pos -= 1
-                count4, pos = _wire.read_tag_count(buf, pos)
-                seen4: list[tuple[int, bytes]] = []
-                for _ in range(count4):
-                    tag4, pos, end4 = _wire.read_tag_header(buf, pos)
-                    seen4.append((tag4, bytes(buf[pos:end4])))
-                    pos = end4
-                if seen4:
-                    u4 = tuple(seen4)
-            o4 = _new(_C_Request__Cursor)
-            o4.topic_name = s4_topic_name
-            o4.partition_index = s4_partition_index
-            o4._unknown_tags = u4
-            s1_cursor = o4
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DescribeTopicPartitionsRequest)
-        o1.topics = s1_topics
-        o1.response_partition_limit = s1_response_partition_limit
-        o1.cursor = s1_cursor
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeTopicPartitionsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_DescribeTopicPartitionsRequest_0(out: bytearray, o: DescribeTopicPartitionsRequest) -> None:
@@ -635,171 +532,6 @@ def _r_DescribeTopicPartitionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTo
     return o1, pos
 
 
-def _w_DescribeTopicPartitionsResponse_0(out: bytearray, o: DescribeTopicPartitionsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponseTopic_0(out, item)
-        x = o.next_cursor
-        if x is None:
-            out += b'\xff'
-        else:
-            out += b'\x01'
-            _w_DescribeTopicPartitionsResponse__Cursor_0(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeTopicPartitionsResponse: {exc}") from None
-
-
-def _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition_0(
-    out: bytearray,
-    o: DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition,
-) -> None:
-    x: Any
-    try:
-        out += _F_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-        x = o.replica_nodes
-        if x is None:
-            raise EncodeError("field replica_nodes is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out.append(1)
-            elif n < 32:
-                out += _PC_i[n].pack(n + 1, *x)
-            else:
-                out += _wire.uvarint(n + 1)
-                _wire.write_int_array(out, x, "i")
-        x = o.isr_nodes
-        if x is None:
-            raise EncodeError("field isr_nodes is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out.append(1)
-            elif n < 32:
-                out += _PC_i[n].pack(n + 1, *x)
-            else:
-                out += _wire.uvarint(n + 1)
-                _wire.write_int_array(out, x, "i")
-        x = o.eligible_leader_replicas
-        if x is None:
-            out += b'\x00'
-        else:
-            n = len(x)
-            if not n:
-                out.append(1)
-            elif n < 32:
-                out += _PC_i[n].pack(n + 1, *x)
-            else:
-                out += _wire.uvarint(n + 1)
-                _wire.write_int_array(out, x, "i")
-        x = o.last_known_elr
-        if x is None:
-            out += b'\x00'
-        else:
-            n = len(x)
-            if not n:
-                out.append(1)
-            elif n < 32:
-                out += _PC_i[n].pack(n + 1, *x)
-            else:
-                out += _wire.uvarint(n + 1)
-                _wire.write_int_array(out, x, "i")
-        x = o.offline_replicas
-        if x is None:
-            raise EncodeError("field offline_replicas is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out.append(1)
-            elif n < 32:
-                out += _PC_i[n].pack(n + 1, *x)
-            else:
-                out += _wire.uvarint(n + 1)
-                _wire.write_int_array(out, x, "i")
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeTopicPartitionsResponsePartition: {exc}") from None
-
-
-def _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponseTopic_0(
-    out: bytearray,
-    o: DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.name
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.topic_id
-        _wire.write_uuid(out, x)
-        out += _F_o.pack(o.is_internal)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition_0(out, item)
-        out += _F_i.pack(o.topic_authorized_operations)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeTopicPartitionsResponseTopic: {exc}") from None
-
-
-def _w_DescribeTopicPartitionsResponse__Cursor_0(
-    out: bytearray,
-    o: DescribeTopicPartitionsResponse.Cursor,
-) -> None:
-    x: Any
-    try:
-        x = o.topic_name
-        if x is None:
-            raise EncodeError("field topic_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_i.pack(o.partition_index)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write Cursor: {exc}") from None
-
-
 _C_Request__TopicRequest = DescribeTopicPartitionsRequest.TopicRequest
 _C_Request__Cursor = DescribeTopicPartitionsRequest.Cursor
 
@@ -845,7 +577,7 @@ _C_Request__Cursor._FIELDS = (
     FieldInfo('topic_name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
-DescribeTopicPartitionsRequest._READERS = {0: _r_DescribeTopicPartitionsRequest_0}
+DescribeTopicPartitionsRequest._READERS = codec_path.broker_side(DescribeTopicPartitionsRequest, '_READERS')
 DescribeTopicPartitionsRequest._WRITERS = {0: _w_DescribeTopicPartitionsRequest_0}
 _N_DescribeTopicPartitionsRequest__TopicRequest_0 = (
     _C_Request__TopicRequest,
@@ -971,7 +703,7 @@ _C_Response__Cursor._FIELDS = (
     FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 DescribeTopicPartitionsResponse._READERS = {0: _r_DescribeTopicPartitionsResponse_0}
-DescribeTopicPartitionsResponse._WRITERS = {0: _w_DescribeTopicPartitionsResponse_0}
+DescribeTopicPartitionsResponse._WRITERS = codec_path.broker_side(DescribeTopicPartitionsResponse, '_WRITERS')
 _N_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition_0 = (
     _C_Response__DescribeTopicPartitionsResponsePartition,
     True,

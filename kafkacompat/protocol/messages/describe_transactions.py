@@ -13,14 +13,12 @@ __all__ = ['DescribeTransactionsRequest', 'DescribeTransactionsResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
-_F_h = struct.Struct(">h")
 _F_hB = struct.Struct(">hB")
 _F_i = struct.Struct(">i")
 _F_iqqh = struct.Struct(">iqqh")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_i = _wire.SHORT_ARRAYS["i"]
 _K_i = _wire.COUNTED_ARRAYS["i"]
-_PC_i = _wire.COMPACT_PREFIXED["i"]
 
 
 class DescribeTransactionsRequest(KafkaRequest['DescribeTransactionsResponse']):
@@ -103,53 +101,6 @@ class DescribeTransactionsResponse(KafkaMessage):
 
 
 DescribeTransactionsRequest.RESPONSE_CLASS = DescribeTransactionsResponse
-
-
-def _r_DescribeTransactionsRequest_0(buf: Any, pos: int) -> tuple[DescribeTransactionsRequest, int]:
-    item: Any
-    s1_transactional_ids: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("transactional_ids", pos)
-        else:
-            s1_transactional_ids = []
-            add2 = s1_transactional_ids.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    item, pos = _wire.read_compact_text(buf, pos, "transactional_ids[]")
-                add2(item)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DescribeTransactionsRequest)
-        o1.transactional_ids = s1_transactional_ids
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeTransactionsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_DescribeTransactionsRequest_0(out: bytearray, o: DescribeTransactionsRequest) -> None:
@@ -332,119 +283,11 @@ def _r_DescribeTransactionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTrans
     return o1, pos
 
 
-def _w_DescribeTransactionsResponse_0(out: bytearray, o: DescribeTransactionsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.transaction_states
-        if x is None:
-            raise EncodeError("field transaction_states is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeTransactionsResponse__TransactionState_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeTransactionsResponse: {exc}") from None
-
-
-def _w_DescribeTransactionsResponse__TopicData_0(
-    out: bytearray,
-    o: DescribeTransactionsResponse.TopicData,
-) -> None:
-    x: Any
-    try:
-        x = o.topic
-        if x is None:
-            raise EncodeError("field topic is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out.append(1)
-            elif n < 32:
-                out += _PC_i[n].pack(n + 1, *x)
-            else:
-                out += _wire.uvarint(n + 1)
-                _wire.write_int_array(out, x, "i")
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write TopicData: {exc}") from None
-
-
-def _w_DescribeTransactionsResponse__TransactionState_0(
-    out: bytearray,
-    o: DescribeTransactionsResponse.TransactionState,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.transactional_id
-        if x is None:
-            raise EncodeError("field transactional_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.transaction_state
-        if x is None:
-            raise EncodeError("field transaction_state is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_iqqh.pack(
-            o.transaction_timeout_ms,
-            o.transaction_start_time_ms,
-            o.producer_id,
-            o.producer_epoch,
-        )
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeTransactionsResponse__TopicData_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write TransactionState: {exc}") from None
-
-
 
 DescribeTransactionsRequest._FIELDS = (
     FieldInfo('transactional_ids', 'string', None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
-DescribeTransactionsRequest._READERS = {0: _r_DescribeTransactionsRequest_0}
+DescribeTransactionsRequest._READERS = codec_path.broker_side(DescribeTransactionsRequest, '_READERS')
 DescribeTransactionsRequest._WRITERS = {0: _w_DescribeTransactionsRequest_0}
 _N_DescribeTransactionsRequest_0 = (
     DescribeTransactionsRequest,
@@ -507,7 +350,7 @@ _C_Response__TransactionState._FIELDS = (
     ),
 )
 DescribeTransactionsResponse._READERS = {0: _r_DescribeTransactionsResponse_0}
-DescribeTransactionsResponse._WRITERS = {0: _w_DescribeTransactionsResponse_0}
+DescribeTransactionsResponse._WRITERS = codec_path.broker_side(DescribeTransactionsResponse, '_WRITERS')
 _N_DescribeTransactionsResponse__TopicData_0 = (
     _C_Response__TopicData,
     True,

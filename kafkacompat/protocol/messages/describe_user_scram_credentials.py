@@ -13,11 +13,8 @@ __all__ = ['DescribeUserScramCredentialsRequest', 'DescribeUserScramCredentialsR
 
 _new = object.__new__
 _NONE = VersionRange.NONE
-_F_bi = struct.Struct(">bi")
 _F_biB = struct.Struct(">biB")
-_F_h = struct.Struct(">h")
 _F_hB = struct.Struct(">hB")
-_F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
@@ -102,71 +99,6 @@ class DescribeUserScramCredentialsResponse(KafkaMessage):
 
 
 DescribeUserScramCredentialsRequest.RESPONSE_CLASS = DescribeUserScramCredentialsResponse
-
-
-def _r_DescribeUserScramCredentialsRequest_0(
-    buf: Any,
-    pos: int,
-) -> tuple[DescribeUserScramCredentialsRequest, int]:
-    s1_users: list[Any] | None
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            s1_users = None
-        else:
-            s1_users = []
-            add2 = s1_users.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__UserName)
-                o3.name = s3_name
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(DescribeUserScramCredentialsRequest)
-        o1.users = s1_users
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeUserScramCredentialsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_DescribeUserScramCredentialsRequest_0(out: bytearray, o: DescribeUserScramCredentialsRequest) -> None:
@@ -360,95 +292,6 @@ def _r_DescribeUserScramCredentialsResponse_0(
     return o1, pos
 
 
-def _w_DescribeUserScramCredentialsResponse_0(
-    out: bytearray,
-    o: DescribeUserScramCredentialsResponse,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeUserScramCredentialsResponse__DescribeUserScramCredentialsResult_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeUserScramCredentialsResponse: {exc}") from None
-
-
-def _w_DescribeUserScramCredentialsResponse__CredentialInfo_0(
-    out: bytearray,
-    o: DescribeUserScramCredentialsResponse.CredentialInfo,
-) -> None:
-    try:
-        out += _F_bi.pack(o.mechanism, o.iterations)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write CredentialInfo: {exc}") from None
-
-
-def _w_DescribeUserScramCredentialsResponse__DescribeUserScramCredentialsResult_0(
-    out: bytearray,
-    o: DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.user
-        if x is None:
-            raise EncodeError("field user is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.credential_infos
-        if x is None:
-            raise EncodeError("field credential_infos is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_DescribeUserScramCredentialsResponse__CredentialInfo_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribeUserScramCredentialsResult: {exc}") from None
-
-
 _C_Request__UserName = DescribeUserScramCredentialsRequest.UserName
 
 DescribeUserScramCredentialsRequest._FIELDS = (
@@ -467,7 +310,10 @@ DescribeUserScramCredentialsRequest._FIELDS = (
 _C_Request__UserName._FIELDS = (
     FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
-DescribeUserScramCredentialsRequest._READERS = {0: _r_DescribeUserScramCredentialsRequest_0}
+DescribeUserScramCredentialsRequest._READERS = codec_path.broker_side(
+    DescribeUserScramCredentialsRequest,
+    '_READERS',
+)
 DescribeUserScramCredentialsRequest._WRITERS = {0: _w_DescribeUserScramCredentialsRequest_0}
 _N_DescribeUserScramCredentialsRequest__UserName_0 = (
     _C_Request__UserName,
@@ -547,7 +393,10 @@ _C_Response__DescribeUserScramCredentialsResult._FIELDS = (
     ),
 )
 DescribeUserScramCredentialsResponse._READERS = {0: _r_DescribeUserScramCredentialsResponse_0}
-DescribeUserScramCredentialsResponse._WRITERS = {0: _w_DescribeUserScramCredentialsResponse_0}
+DescribeUserScramCredentialsResponse._WRITERS = codec_path.broker_side(
+    DescribeUserScramCredentialsResponse,
+    '_WRITERS',
+)
 _N_DescribeUserScramCredentialsResponse__CredentialInfo_0 = (
     _C_Response__CredentialInfo,
     True,

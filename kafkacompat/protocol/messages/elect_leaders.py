@@ -15,12 +15,9 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_b = struct.Struct(">b")
 _F_i = struct.Struct(">i")
-_F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
-_A_i = _wire.SHORT_ARRAYS["i"]
-_K_i = _wire.COUNTED_ARRAYS["i"]
 _PC_i = _wire.COMPACT_PREFIXED["i"]
 _PI_i = _wire.CLASSIC_PREFIXED["i"]
 
@@ -116,56 +113,6 @@ class ElectLeadersResponse(KafkaMessage):
 ElectLeadersRequest.RESPONSE_CLASS = ElectLeadersResponse
 
 
-def _r_ElectLeadersRequest_0(buf: Any, pos: int) -> tuple[ElectLeadersRequest, int]:
-    s1_topic_partitions: list[Any] | None
-    s3_partitions: list[Any]
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            s1_topic_partitions = None
-        else:
-            s1_topic_partitions = _wire.KeyedList()
-            add2 = s1_topic_partitions.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_topic = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_topic, pos = _wire.read_string(buf, pos)
-                    if s3_topic is None:
-                        raise _wire.null_error("topic", pos)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop = pos + 4 * n
-                    if n < 32 and stop <= buflen:
-                        s3_partitions = [*_A_i[n].unpack_from(buf, pos)]
-                        pos = stop
-                    else:
-                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                o3 = _new(_C_Request__TopicPartitions)
-                o3.topic = s3_topic
-                o3.partitions = s3_partitions
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        (s1_timeout_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        o1 = _new(ElectLeadersRequest)
-        o1.election_type = 0
-        o1.topic_partitions = s1_topic_partitions
-        o1.timeout_ms = s1_timeout_ms
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ElectLeadersRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_ElectLeadersRequest_0(out: bytearray, o: ElectLeadersRequest) -> None:
     x: Any
     item: Any
@@ -186,58 +133,6 @@ def _w_ElectLeadersRequest_0(out: bytearray, o: ElectLeadersRequest) -> None:
         raise EncodeError(f"cannot write ElectLeadersRequest: {exc}") from None
 
 
-def _r_ElectLeadersRequest_1(buf: Any, pos: int) -> tuple[ElectLeadersRequest, int]:
-    s1_topic_partitions: list[Any] | None
-    s3_partitions: list[Any]
-    try:
-        buflen = len(buf)
-        (s1_election_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            s1_topic_partitions = None
-        else:
-            s1_topic_partitions = _wire.KeyedList()
-            add2 = s1_topic_partitions.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_topic = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_topic, pos = _wire.read_string(buf, pos)
-                    if s3_topic is None:
-                        raise _wire.null_error("topic", pos)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop = pos + 4 * n
-                    if n < 32 and stop <= buflen:
-                        s3_partitions = [*_A_i[n].unpack_from(buf, pos)]
-                        pos = stop
-                    else:
-                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                o3 = _new(_C_Request__TopicPartitions)
-                o3.topic = s3_topic
-                o3.partitions = s3_partitions
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        (s1_timeout_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        o1 = _new(ElectLeadersRequest)
-        o1.election_type = s1_election_type
-        o1.topic_partitions = s1_topic_partitions
-        o1.timeout_ms = s1_timeout_ms
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ElectLeadersRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_ElectLeadersRequest_1(out: bytearray, o: ElectLeadersRequest) -> None:
     x: Any
     item: Any
@@ -253,97 +148,6 @@ def _w_ElectLeadersRequest_1(out: bytearray, o: ElectLeadersRequest) -> None:
         out += _F_i.pack(o.timeout_ms)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write ElectLeadersRequest: {exc}") from None
-
-
-def _r_ElectLeadersRequest_2(buf: Any, pos: int) -> tuple[ElectLeadersRequest, int]:
-    s1_topic_partitions: list[Any] | None
-    s3_partitions: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        (s1_election_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            s1_topic_partitions = None
-        else:
-            s1_topic_partitions = _wire.KeyedList()
-            add2 = s1_topic_partitions.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_topic, pos = _wire.read_compact_text(buf, pos, "topic")
-                c = buf[pos]
-                if c == 1:  # empty (offline replicas, mostly): no unpack
-                    s3_partitions = []
-                    pos += 1
-                elif 0 < c <= 32:
-                    s3_partitions = [*_K_i[c].unpack_from(buf, pos)]
-                    pos += 4 * c - 3
-                else:
-                    n = buf[pos] - 1
-                    if n < 0x7F:
-                        pos += 1
-                    else:
-                        n, pos = _wire.read_compact_array_count(buf, pos)
-                    if n < 0:
-                        raise _wire.null_error("partitions", pos)
-                    else:
-                        stop = pos + 4 * n
-                        if n < 32 and stop <= buflen:
-                            s3_partitions = [*_A_i[n].unpack_from(buf, pos)]
-                            pos = stop
-                        else:
-                            s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__TopicPartitions)
-                o3.topic = s3_topic
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
-        (s1_timeout_ms, t1,) = _F_iB.unpack_from(buf, pos)
-        pos += 5
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(ElectLeadersRequest)
-        o1.election_type = s1_election_type
-        o1.topic_partitions = s1_topic_partitions
-        o1.timeout_ms = s1_timeout_ms
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ElectLeadersRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_ElectLeadersRequest_2(out: bytearray, o: ElectLeadersRequest) -> None:
@@ -490,24 +294,6 @@ def _r_ElectLeadersResponse_0(buf: Any, pos: int) -> tuple[ElectLeadersResponse,
     return o1, pos
 
 
-def _w_ElectLeadersResponse_0(out: bytearray, o: ElectLeadersResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.error_code != 0:
-            raise EncodeError("field error_code has a non-default value but does not exist at this version")
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.replica_election_results
-        if x is None:
-            raise EncodeError("field replica_election_results is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_ElectLeadersResponse__ReplicaElectionResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ElectLeadersResponse: {exc}") from None
-
-
 def _r_ElectLeadersResponse_1(buf: Any, pos: int) -> tuple[ElectLeadersResponse, int]:
     s1_replica_election_results: list[Any]
     s3_partition_result: list[Any]
@@ -571,22 +357,6 @@ def _r_ElectLeadersResponse_1(buf: Any, pos: int) -> tuple[ElectLeadersResponse,
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ElectLeadersResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_ElectLeadersResponse_1(out: bytearray, o: ElectLeadersResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.replica_election_results
-        if x is None:
-            raise EncodeError("field replica_election_results is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_ElectLeadersResponse__ReplicaElectionResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ElectLeadersResponse: {exc}") from None
 
 
 def _r_ElectLeadersResponse_2(buf: Any, pos: int) -> tuple[ElectLeadersResponse, int]:
@@ -701,120 +471,6 @@ def _r_ElectLeadersResponse_2(buf: Any, pos: int) -> tuple[ElectLeadersResponse,
     return o1, pos
 
 
-def _w_ElectLeadersResponse_2(out: bytearray, o: ElectLeadersResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.replica_election_results
-        if x is None:
-            raise EncodeError("field replica_election_results is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_ElectLeadersResponse__ReplicaElectionResult_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ElectLeadersResponse: {exc}") from None
-
-
-def _w_ElectLeadersResponse__PartitionResult_0(
-    out: bytearray,
-    o: ElectLeadersResponse.PartitionResult,
-) -> None:
-    x: Any
-    try:
-        out += _F_ih.pack(o.partition_id, o.error_code)
-        x = o.error_message
-        _wire.write_string(out, x)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write PartitionResult: {exc}") from None
-
-
-def _w_ElectLeadersResponse__PartitionResult_1(
-    out: bytearray,
-    o: ElectLeadersResponse.PartitionResult,
-) -> None:
-    x: Any
-    try:
-        out += _F_ih.pack(o.partition_id, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write PartitionResult: {exc}") from None
-
-
-def _w_ElectLeadersResponse__ReplicaElectionResult_0(
-    out: bytearray,
-    o: ElectLeadersResponse.ReplicaElectionResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic
-        if x is None:
-            raise EncodeError("field topic is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.partition_result
-        if x is None:
-            raise EncodeError("field partition_result is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_ElectLeadersResponse__PartitionResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ReplicaElectionResult: {exc}") from None
-
-
-def _w_ElectLeadersResponse__ReplicaElectionResult_1(
-    out: bytearray,
-    o: ElectLeadersResponse.ReplicaElectionResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic
-        if x is None:
-            raise EncodeError("field topic is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.partition_result
-        if x is None:
-            raise EncodeError("field partition_result is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_ElectLeadersResponse__PartitionResult_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ReplicaElectionResult: {exc}") from None
-
-
 _C_Request__TopicPartitions = ElectLeadersRequest.TopicPartitions
 
 ElectLeadersRequest._FIELDS = (
@@ -836,11 +492,7 @@ _C_Request__TopicPartitions._FIELDS = (
     FieldInfo('topic', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo('partitions', 'int32', None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
-ElectLeadersRequest._READERS = {
-    0: _r_ElectLeadersRequest_0,
-    1: _r_ElectLeadersRequest_1,
-    2: _r_ElectLeadersRequest_2,
-}
+ElectLeadersRequest._READERS = codec_path.broker_side(ElectLeadersRequest, '_READERS')
 ElectLeadersRequest._WRITERS = {
     0: _w_ElectLeadersRequest_0,
     1: _w_ElectLeadersRequest_1,
@@ -947,11 +599,7 @@ ElectLeadersResponse._READERS = {
     1: _r_ElectLeadersResponse_1,
     2: _r_ElectLeadersResponse_2,
 }
-ElectLeadersResponse._WRITERS = {
-    0: _w_ElectLeadersResponse_0,
-    1: _w_ElectLeadersResponse_1,
-    2: _w_ElectLeadersResponse_2,
-}
+ElectLeadersResponse._WRITERS = codec_path.broker_side(ElectLeadersResponse, '_WRITERS')
 _N_ElectLeadersResponse__PartitionResult_0 = (
     _C_Response__PartitionResult,
     False,

@@ -15,10 +15,8 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
-_F_ihqh = struct.Struct(">ihqh")
 _F_ihqhB = struct.Struct(">ihqhB")
 _F_qho = struct.Struct(">qh?")
-_F_qhoB = struct.Struct(">qh?B")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
@@ -73,33 +71,6 @@ class EndTxnResponse(KafkaMessage):
 EndTxnRequest.RESPONSE_CLASS = EndTxnResponse
 
 
-def _r_EndTxnRequest_0(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:
-    try:
-        buflen = len(buf)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_transactional_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_transactional_id, pos = _wire.read_string(buf, pos)
-            if s1_transactional_id is None:
-                raise _wire.null_error("transactional_id", pos)
-        (s1_producer_id, s1_producer_epoch, s1_committed,) = _F_qho.unpack_from(buf, pos)
-        pos += 11
-        o1 = _new(EndTxnRequest)
-        o1.transactional_id = s1_transactional_id
-        o1.producer_id = s1_producer_id
-        o1.producer_epoch = s1_producer_epoch
-        o1.committed = s1_committed
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read EndTxnRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_EndTxnRequest_0(out: bytearray, o: EndTxnRequest) -> None:
     x: Any
     try:
@@ -110,43 +81,6 @@ def _w_EndTxnRequest_0(out: bytearray, o: EndTxnRequest) -> None:
         out += _F_qho.pack(o.producer_id, o.producer_epoch, o.committed)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write EndTxnRequest: {exc}") from None
-
-
-def _r_EndTxnRequest_1(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_transactional_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
-        (s1_producer_id, s1_producer_epoch, s1_committed, t1,) = _F_qhoB.unpack_from(buf, pos)
-        pos += 12
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(EndTxnRequest)
-        o1.transactional_id = s1_transactional_id
-        o1.producer_id = s1_producer_id
-        o1.producer_epoch = s1_producer_epoch
-        o1.committed = s1_committed
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read EndTxnRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_EndTxnRequest_1(out: bytearray, o: EndTxnRequest) -> None:
@@ -185,13 +119,6 @@ def _r_EndTxnResponse_0(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
     return o1, pos
 
 
-def _w_EndTxnResponse_0(out: bytearray, o: EndTxnResponse) -> None:
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write EndTxnResponse: {exc}") from None
-
-
 def _r_EndTxnResponse_1(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
@@ -217,17 +144,6 @@ def _r_EndTxnResponse_1(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read EndTxnResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_EndTxnResponse_1(out: bytearray, o: EndTxnResponse) -> None:
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write EndTxnResponse: {exc}") from None
 
 
 def _r_EndTxnResponse_2(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
@@ -263,17 +179,6 @@ def _r_EndTxnResponse_2(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
     return o1, pos
 
 
-def _w_EndTxnResponse_2(out: bytearray, o: EndTxnResponse) -> None:
-    try:
-        out += _F_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write EndTxnResponse: {exc}") from None
-
-
 
 EndTxnRequest._FIELDS = (
     FieldInfo('transactional_id', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
@@ -281,14 +186,7 @@ EndTxnRequest._FIELDS = (
     FieldInfo('producer_epoch', 'int16', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
     FieldInfo('committed', 'bool', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
 )
-EndTxnRequest._READERS = {
-    0: _r_EndTxnRequest_0,
-    1: _r_EndTxnRequest_0,
-    2: _r_EndTxnRequest_0,
-    3: _r_EndTxnRequest_1,
-    4: _r_EndTxnRequest_1,
-    5: _r_EndTxnRequest_1,
-}
+EndTxnRequest._READERS = codec_path.broker_side(EndTxnRequest, '_READERS')
 EndTxnRequest._WRITERS = {
     0: _w_EndTxnRequest_0,
     1: _w_EndTxnRequest_0,
@@ -345,14 +243,7 @@ EndTxnResponse._READERS = {
     4: _r_EndTxnResponse_1,
     5: _r_EndTxnResponse_2,
 }
-EndTxnResponse._WRITERS = {
-    0: _w_EndTxnResponse_0,
-    1: _w_EndTxnResponse_0,
-    2: _w_EndTxnResponse_0,
-    3: _w_EndTxnResponse_1,
-    4: _w_EndTxnResponse_1,
-    5: _w_EndTxnResponse_2,
-}
+EndTxnResponse._WRITERS = codec_path.broker_side(EndTxnResponse, '_WRITERS')
 _N_EndTxnResponse_0 = (
     EndTxnResponse,
     False,

@@ -13,7 +13,6 @@ __all__ = ['EnvelopeRequest', 'EnvelopeResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
-_F_h = struct.Struct(">h")
 _F_hB = struct.Struct(">hB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
@@ -56,38 +55,6 @@ class EnvelopeResponse(KafkaMessage):
 
 
 EnvelopeRequest.RESPONSE_CLASS = EnvelopeResponse
-
-
-def _r_EnvelopeRequest_0(buf: Any, pos: int) -> tuple[EnvelopeRequest, int]:
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        s1_request_data, pos = _wire.read_compact_bytes(buf, pos)
-        if s1_request_data is None:
-            raise _wire.null_error("request_data", pos)
-        s1_request_principal, pos = _wire.read_compact_bytes(buf, pos)
-        s1_client_host_address, pos = _wire.read_compact_bytes(buf, pos)
-        if s1_client_host_address is None:
-            raise _wire.null_error("client_host_address", pos)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(EnvelopeRequest)
-        o1.request_data = s1_request_data
-        o1.request_principal = s1_request_principal
-        o1.client_host_address = s1_client_host_address
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read EnvelopeRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_EnvelopeRequest_0(out: bytearray, o: EnvelopeRequest) -> None:
@@ -137,20 +104,6 @@ def _r_EnvelopeResponse_0(buf: Any, pos: int) -> tuple[EnvelopeResponse, int]:
     return o1, pos
 
 
-def _w_EnvelopeResponse_0(out: bytearray, o: EnvelopeResponse) -> None:
-    x: Any
-    try:
-        x = o.response_data
-        _wire.write_compact_bytes(out, x)
-        out += _F_h.pack(o.error_code)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write EnvelopeResponse: {exc}") from None
-
-
 
 EnvelopeRequest._FIELDS = (
     FieldInfo('request_data', 'bytes', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
@@ -167,7 +120,7 @@ EnvelopeRequest._FIELDS = (
     ),
     FieldInfo('client_host_address', 'bytes', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
-EnvelopeRequest._READERS = {0: _r_EnvelopeRequest_0}
+EnvelopeRequest._READERS = codec_path.broker_side(EnvelopeRequest, '_READERS')
 EnvelopeRequest._WRITERS = {0: _w_EnvelopeRequest_0}
 _N_EnvelopeRequest_0 = (
     EnvelopeRequest,
@@ -194,7 +147,7 @@ EnvelopeResponse._FIELDS = (
     FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 EnvelopeResponse._READERS = {0: _r_EnvelopeResponse_0}
-EnvelopeResponse._WRITERS = {0: _w_EnvelopeResponse_0}
+EnvelopeResponse._WRITERS = codec_path.broker_side(EnvelopeResponse, '_WRITERS')
 _N_EnvelopeResponse_0 = (
     EnvelopeResponse,
     True,

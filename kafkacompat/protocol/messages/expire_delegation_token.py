@@ -16,7 +16,6 @@ _NONE = VersionRange.NONE
 _F_hqi = struct.Struct(">hqi")
 _F_hqiB = struct.Struct(">hqiB")
 _F_q = struct.Struct(">q")
-_F_qB = struct.Struct(">qB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
@@ -67,22 +66,6 @@ class ExpireDelegationTokenResponse(KafkaMessage):
 ExpireDelegationTokenRequest.RESPONSE_CLASS = ExpireDelegationTokenResponse
 
 
-def _r_ExpireDelegationTokenRequest_0(buf: Any, pos: int) -> tuple[ExpireDelegationTokenRequest, int]:
-    try:
-        s1_hmac, pos = _wire.read_bytes(buf, pos)
-        if s1_hmac is None:
-            raise _wire.null_error("hmac", pos)
-        (s1_expiry_time_period_ms,) = _F_q.unpack_from(buf, pos)
-        pos += 8
-        o1 = _new(ExpireDelegationTokenRequest)
-        o1.hmac = s1_hmac
-        o1.expiry_time_period_ms = s1_expiry_time_period_ms
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ExpireDelegationTokenRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_ExpireDelegationTokenRequest_0(out: bytearray, o: ExpireDelegationTokenRequest) -> None:
     x: Any
     try:
@@ -93,34 +76,6 @@ def _w_ExpireDelegationTokenRequest_0(out: bytearray, o: ExpireDelegationTokenRe
         out += _F_q.pack(o.expiry_time_period_ms)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write ExpireDelegationTokenRequest: {exc}") from None
-
-
-def _r_ExpireDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[ExpireDelegationTokenRequest, int]:
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        s1_hmac, pos = _wire.read_compact_bytes(buf, pos)
-        if s1_hmac is None:
-            raise _wire.null_error("hmac", pos)
-        (s1_expiry_time_period_ms, t1,) = _F_qB.unpack_from(buf, pos)
-        pos += 9
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(ExpireDelegationTokenRequest)
-        o1.hmac = s1_hmac
-        o1.expiry_time_period_ms = s1_expiry_time_period_ms
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ExpireDelegationTokenRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_ExpireDelegationTokenRequest_1(out: bytearray, o: ExpireDelegationTokenRequest) -> None:
@@ -153,13 +108,6 @@ def _r_ExpireDelegationTokenResponse_0(buf: Any, pos: int) -> tuple[ExpireDelega
     return o1, pos
 
 
-def _w_ExpireDelegationTokenResponse_0(out: bytearray, o: ExpireDelegationTokenResponse) -> None:
-    try:
-        out += _F_hqi.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ExpireDelegationTokenResponse: {exc}") from None
-
-
 def _r_ExpireDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[ExpireDelegationTokenResponse, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
@@ -186,27 +134,12 @@ def _r_ExpireDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[ExpireDelega
     return o1, pos
 
 
-def _w_ExpireDelegationTokenResponse_1(out: bytearray, o: ExpireDelegationTokenResponse) -> None:
-    try:
-        out += _F_hqi.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ExpireDelegationTokenResponse: {exc}") from None
-
-
 
 ExpireDelegationTokenRequest._FIELDS = (
     FieldInfo('hmac', 'bytes', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo('expiry_time_period_ms', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
-ExpireDelegationTokenRequest._READERS = {
-    0: _r_ExpireDelegationTokenRequest_0,
-    1: _r_ExpireDelegationTokenRequest_0,
-    2: _r_ExpireDelegationTokenRequest_1,
-}
+ExpireDelegationTokenRequest._READERS = codec_path.broker_side(ExpireDelegationTokenRequest, '_READERS')
 ExpireDelegationTokenRequest._WRITERS = {
     0: _w_ExpireDelegationTokenRequest_0,
     1: _w_ExpireDelegationTokenRequest_0,
@@ -243,11 +176,7 @@ ExpireDelegationTokenResponse._READERS = {
     1: _r_ExpireDelegationTokenResponse_0,
     2: _r_ExpireDelegationTokenResponse_1,
 }
-ExpireDelegationTokenResponse._WRITERS = {
-    0: _w_ExpireDelegationTokenResponse_0,
-    1: _w_ExpireDelegationTokenResponse_0,
-    2: _w_ExpireDelegationTokenResponse_1,
-}
+ExpireDelegationTokenResponse._WRITERS = codec_path.broker_side(ExpireDelegationTokenResponse, '_WRITERS')
 _N_ExpireDelegationTokenResponse_0 = (
     ExpireDelegationTokenResponse,
     False,

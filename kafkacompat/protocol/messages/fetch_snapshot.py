@@ -14,23 +14,16 @@ __all__ = ['FetchSnapshotRequest', 'FetchSnapshotResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
-_F_H = struct.Struct(">H")
 _F_HB = struct.Struct(">HB")
-_F_i = struct.Struct(">i")
 _F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
 _F_ii = struct.Struct(">ii")
 _F_iiB = struct.Struct(">iiB")
 _F_q = struct.Struct(">q")
-_F_qB = struct.Struct(">qB")
 _F_qi = struct.Struct(">qi")
 _F_qiB = struct.Struct(">qiB")
 _F_qq = struct.Struct(">qq")
 _NO_TAGS = _wire.EMPTY_TAGS
-_UUID = uuid.UUID
-_UUID_SAFE = uuid.SafeUUID.unknown
-_set = object.__setattr__
-_from_bytes = int.from_bytes
 
 
 class FetchSnapshotRequest(KafkaRequest['FetchSnapshotResponse']):
@@ -214,151 +207,6 @@ class FetchSnapshotResponse(KafkaMessage):
 FetchSnapshotRequest.RESPONSE_CLASS = FetchSnapshotResponse
 
 
-def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest, int]:
-    s1_cluster_id: str | None
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    s5_snapshot_id: FetchSnapshotRequest.SnapshotId
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u5: tuple[tuple[int, bytes], ...]
-    u6: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        (s1_replica_id, s1_max_bytes,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    for _ in range(n):
-                        (s5_partition, s5_current_leader_epoch,) = _F_ii.unpack_from(buf, pos)
-                        pos += 8
-                        (s6_end_offset, s6_epoch, t6,) = _F_qiB.unpack_from(buf, pos)
-                        pos += 13
-                        u6 = _NO_TAGS
-                        if t6:
-                            pos -= 1
-                            count6, pos = _wire.read_tag_count(buf, pos)
-                            seen6: list[tuple[int, bytes]] = []
-                            for _ in range(count6):
-                                tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                seen6.append((tag6, bytes(buf[pos:end6])))
-                                pos = end6
-                            if seen6:
-                                u6 = tuple(seen6)
-                        o6 = _new(_C_Request__SnapshotId)
-                        o6.end_offset = s6_end_offset
-                        o6.epoch = s6_epoch
-                        o6._unknown_tags = u6
-                        s5_snapshot_id = o6
-                        (s5_position, t5,) = _F_qB.unpack_from(buf, pos)
-                        pos += 9
-                        u5 = _NO_TAGS
-                        if t5:
-                            pos -= 1
-                            count5, pos = _wire.read_tag_count(buf, pos)
-                            seen5: list[tuple[int, bytes]] = []
-                            for _ in range(count5):
-                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                seen5.append((tag5, bytes(buf[pos:end5])))
-                                pos = end5
-                            if seen5:
-                                u5 = tuple(seen5)
-                        o5 = _new(_C_Request__PartitionSnapshot)
-                        o5.partition = s5_partition
-                        o5.current_leader_epoch = s5_current_leader_epoch
-                        o5.snapshot_id = s5_snapshot_id
-                        o5.position = s5_position
-                        o5.replica_directory_id = _wire.ZERO_UUID
-                        o5._unknown_tags = u5
-                        add4(o5)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__TopicSnapshot)
-                o3.name = s3_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
-        s1_cluster_id = None
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                if tag1 == 0:
-                    size = buf[pos]
-                    if 0 < size < 0x80:
-                        stop = pos + size
-                        if stop > buflen:
-                            raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                        s1_cluster_id = buf[pos + 1 : stop].decode()
-                        pos = stop
-                    elif size == 0:
-                        s1_cluster_id = None
-                        pos += 1
-                    else:
-                        s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
-                    if pos != end1:
-                        raise DecodeError(
-                            f"tagged field 0 should end at byte {end1} but its value ends at {pos}",
-                            offset=pos,
-                        )
-                else:
-                    seen1.append((tag1, bytes(buf[pos:end1])))
-                    pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(FetchSnapshotRequest)
-        o1.cluster_id = s1_cluster_id
-        o1.replica_id = s1_replica_id
-        o1.max_bytes = s1_max_bytes
-        o1.topics = s1_topics
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FetchSnapshotRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_FetchSnapshotRequest_0(out: bytearray, o: FetchSnapshotRequest) -> None:
     x: Any
     item: Any
@@ -391,168 +239,6 @@ def _w_FetchSnapshotRequest_0(out: bytearray, o: FetchSnapshotRequest) -> None:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write FetchSnapshotRequest: {exc}") from None
-
-
-def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest, int]:
-    s1_cluster_id: str | None
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    s5_snapshot_id: FetchSnapshotRequest.SnapshotId
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u5: tuple[tuple[int, bytes], ...]
-    u6: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        (s1_replica_id, s1_max_bytes,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    for _ in range(n):
-                        (s5_partition, s5_current_leader_epoch,) = _F_ii.unpack_from(buf, pos)
-                        pos += 8
-                        (s6_end_offset, s6_epoch, t6,) = _F_qiB.unpack_from(buf, pos)
-                        pos += 13
-                        u6 = _NO_TAGS
-                        if t6:
-                            pos -= 1
-                            count6, pos = _wire.read_tag_count(buf, pos)
-                            seen6: list[tuple[int, bytes]] = []
-                            for _ in range(count6):
-                                tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                seen6.append((tag6, bytes(buf[pos:end6])))
-                                pos = end6
-                            if seen6:
-                                u6 = tuple(seen6)
-                        o6 = _new(_C_Request__SnapshotId)
-                        o6.end_offset = s6_end_offset
-                        o6.epoch = s6_epoch
-                        o6._unknown_tags = u6
-                        s5_snapshot_id = o6
-                        (s5_position,) = _F_q.unpack_from(buf, pos)
-                        pos += 8
-                        s5_replica_directory_id = _wire.ZERO_UUID
-                        u5 = _NO_TAGS
-                        if buf[pos] == 0:
-                            pos += 1
-                        else:
-                            count5, pos = _wire.read_tag_count(buf, pos)
-                            seen5: list[tuple[int, bytes]] = []
-                            for _ in range(count5):
-                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                if tag5 == 0:
-                                    stop = pos + 16
-                                    if stop > buflen:
-                                        raise DecodeError("uuid runs past the end of the data", offset=pos)
-                                    s5_replica_directory_id = _new(_UUID)
-                                    _set(s5_replica_directory_id, "int", _from_bytes(buf[pos:stop]))
-                                    _set(s5_replica_directory_id, "is_safe", _UUID_SAFE)
-                                    pos = stop
-                                    if pos != end5:
-                                        raise DecodeError(
-                                            f"tagged field 0 should end at byte {end5} but its value ends "
-                                            f"at {pos}",
-                                            offset=pos,
-                                        )
-                                else:
-                                    seen5.append((tag5, bytes(buf[pos:end5])))
-                                    pos = end5
-                            if seen5:
-                                u5 = tuple(seen5)
-                        o5 = _new(_C_Request__PartitionSnapshot)
-                        o5.partition = s5_partition
-                        o5.current_leader_epoch = s5_current_leader_epoch
-                        o5.snapshot_id = s5_snapshot_id
-                        o5.position = s5_position
-                        o5.replica_directory_id = s5_replica_directory_id
-                        o5._unknown_tags = u5
-                        add4(o5)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__TopicSnapshot)
-                o3.name = s3_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
-        s1_cluster_id = None
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                if tag1 == 0:
-                    size = buf[pos]
-                    if 0 < size < 0x80:
-                        stop = pos + size
-                        if stop > buflen:
-                            raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                        s1_cluster_id = buf[pos + 1 : stop].decode()
-                        pos = stop
-                    elif size == 0:
-                        s1_cluster_id = None
-                        pos += 1
-                    else:
-                        s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
-                    if pos != end1:
-                        raise DecodeError(
-                            f"tagged field 0 should end at byte {end1} but its value ends at {pos}",
-                            offset=pos,
-                        )
-                else:
-                    seen1.append((tag1, bytes(buf[pos:end1])))
-                    pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(FetchSnapshotRequest)
-        o1.cluster_id = s1_cluster_id
-        o1.replica_id = s1_replica_id
-        o1.max_bytes = s1_max_bytes
-        o1.topics = s1_topics
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FetchSnapshotRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_FetchSnapshotRequest_1(out: bytearray, o: FetchSnapshotRequest) -> None:
@@ -863,33 +549,6 @@ def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
     return o1, pos
 
 
-def _w_FetchSnapshotResponse_0(out: bytearray, o: FetchSnapshotResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.node_endpoints:
-            raise EncodeError(
-                "field node_endpoints has a non-default value but does not exist at this version",
-            )
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_FetchSnapshotResponse__TopicSnapshot_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write FetchSnapshotResponse: {exc}") from None
-
-
 def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotResponse, int]:
     s1_node_endpoints: list[Any]
     s1_topics: list[Any]
@@ -1102,149 +761,6 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
     return o1, pos
 
 
-def _w_FetchSnapshotResponse_1(out: bytearray, o: FetchSnapshotResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_FetchSnapshotResponse__TopicSnapshot_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if o.node_endpoints:
-            t = bytearray()
-            x = o.node_endpoints
-            if x is None:
-                raise EncodeError("field node_endpoints is None but not nullable at this version")
-            else:
-                if len(x) < 0x7F:
-                    t.append(len(x) + 1)
-                else:
-                    t += _wire.uvarint(len(x) + 1)
-                for item in x:
-                    _w_FetchSnapshotResponse__NodeEndpoint_0(t, item)
-            tags.append((0, t))
-        if tags or o._unknown_tags:
-            _wire.write_tagged_fields(out, tags, o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write FetchSnapshotResponse: {exc}") from None
-
-
-def _w_FetchSnapshotResponse__SnapshotId_0(out: bytearray, o: FetchSnapshotResponse.SnapshotId) -> None:
-    try:
-        out += _F_qi.pack(o.end_offset, o.epoch)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write SnapshotId: {exc}") from None
-
-
-def _w_FetchSnapshotResponse__LeaderIdAndEpoch_0(
-    out: bytearray,
-    o: FetchSnapshotResponse.LeaderIdAndEpoch,
-) -> None:
-    try:
-        out += _F_ii.pack(o.leader_id, o.leader_epoch)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write LeaderIdAndEpoch: {exc}") from None
-
-
-def _w_FetchSnapshotResponse__PartitionSnapshot_0(
-    out: bytearray,
-    o: FetchSnapshotResponse.PartitionSnapshot,
-) -> None:
-    x: Any
-    try:
-        out += _F_ih.pack(o.index, o.error_code)
-        x = o.snapshot_id
-        _w_FetchSnapshotResponse__SnapshotId_0(out, x)
-        out += _F_qq.pack(o.size, o.position)
-        x = o.unaligned_records
-        if x is None:
-            raise EncodeError("field unaligned_records is None but not nullable at this version")
-        _wire.write_compact_bytes(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if o.current_leader != FetchSnapshotResponse.LeaderIdAndEpoch():
-            t = bytearray()
-            x = o.current_leader
-            _w_FetchSnapshotResponse__LeaderIdAndEpoch_0(t, x)
-            tags.append((0, t))
-        if tags or o._unknown_tags:
-            _wire.write_tagged_fields(out, tags, o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write PartitionSnapshot: {exc}") from None
-
-
-def _w_FetchSnapshotResponse__TopicSnapshot_0(out: bytearray, o: FetchSnapshotResponse.TopicSnapshot) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_FetchSnapshotResponse__PartitionSnapshot_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write TopicSnapshot: {exc}") from None
-
-
-def _w_FetchSnapshotResponse__NodeEndpoint_0(out: bytearray, o: FetchSnapshotResponse.NodeEndpoint) -> None:
-    x: Any
-    try:
-        out += _F_i.pack(o.node_id)
-        x = o.host
-        if x is None:
-            raise EncodeError("field host is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_H.pack(o.port)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write NodeEndpoint: {exc}") from None
-
-
 _C_Request__SnapshotId = FetchSnapshotRequest.SnapshotId
 _C_Request__PartitionSnapshot = FetchSnapshotRequest.PartitionSnapshot
 _C_Request__TopicSnapshot = FetchSnapshotRequest.TopicSnapshot
@@ -1320,7 +836,7 @@ _C_Request__TopicSnapshot._FIELDS = (
         False,
     ),
 )
-FetchSnapshotRequest._READERS = {0: _r_FetchSnapshotRequest_0, 1: _r_FetchSnapshotRequest_1}
+FetchSnapshotRequest._READERS = codec_path.broker_side(FetchSnapshotRequest, '_READERS')
 FetchSnapshotRequest._WRITERS = {0: _w_FetchSnapshotRequest_0, 1: _w_FetchSnapshotRequest_1}
 _N_FetchSnapshotRequest__SnapshotId_0 = (
     _C_Request__SnapshotId,
@@ -1480,7 +996,7 @@ _C_Response__NodeEndpoint._FIELDS = (
     FieldInfo('port', 'uint16', None, False, VersionRange(1, 1), _NONE, _NONE, None, False),
 )
 FetchSnapshotResponse._READERS = {0: _r_FetchSnapshotResponse_0, 1: _r_FetchSnapshotResponse_1}
-FetchSnapshotResponse._WRITERS = {0: _w_FetchSnapshotResponse_0, 1: _w_FetchSnapshotResponse_1}
+FetchSnapshotResponse._WRITERS = codec_path.broker_side(FetchSnapshotResponse, '_WRITERS')
 _N_FetchSnapshotResponse__SnapshotId_0 = (
     _C_Response__SnapshotId,
     True,

@@ -14,7 +14,6 @@ __all__ = ['FindCoordinatorRequest', 'FindCoordinatorResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_b = struct.Struct(">b")
-_F_bB = struct.Struct(">bB")
 _F_hi = struct.Struct(">hi")
 _F_i = struct.Struct(">i")
 _F_iB = struct.Struct(">iB")
@@ -101,30 +100,6 @@ class FindCoordinatorResponse(KafkaMessage):
 FindCoordinatorRequest.RESPONSE_CLASS = FindCoordinatorResponse
 
 
-def _r_FindCoordinatorRequest_0(buf: Any, pos: int) -> tuple[FindCoordinatorRequest, int]:
-    try:
-        buflen = len(buf)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_key = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_key, pos = _wire.read_string(buf, pos)
-            if s1_key is None:
-                raise _wire.null_error("key", pos)
-        o1 = _new(FindCoordinatorRequest)
-        o1.key = s1_key
-        o1.key_type = 0
-        o1.coordinator_keys = []
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FindCoordinatorRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_FindCoordinatorRequest_0(out: bytearray, o: FindCoordinatorRequest) -> None:
     x: Any
     try:
@@ -142,32 +117,6 @@ def _w_FindCoordinatorRequest_0(out: bytearray, o: FindCoordinatorRequest) -> No
         raise EncodeError(f"cannot write FindCoordinatorRequest: {exc}") from None
 
 
-def _r_FindCoordinatorRequest_1(buf: Any, pos: int) -> tuple[FindCoordinatorRequest, int]:
-    try:
-        buflen = len(buf)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_key = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_key, pos = _wire.read_string(buf, pos)
-            if s1_key is None:
-                raise _wire.null_error("key", pos)
-        (s1_key_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        o1 = _new(FindCoordinatorRequest)
-        o1.key = s1_key
-        o1.key_type = s1_key_type
-        o1.coordinator_keys = []
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FindCoordinatorRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_FindCoordinatorRequest_1(out: bytearray, o: FindCoordinatorRequest) -> None:
     x: Any
     try:
@@ -182,42 +131,6 @@ def _w_FindCoordinatorRequest_1(out: bytearray, o: FindCoordinatorRequest) -> No
         out += _F_b.pack(o.key_type)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write FindCoordinatorRequest: {exc}") from None
-
-
-def _r_FindCoordinatorRequest_2(buf: Any, pos: int) -> tuple[FindCoordinatorRequest, int]:
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_key = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_key, pos = _wire.read_compact_text(buf, pos, "key")
-        (s1_key_type, t1,) = _F_bB.unpack_from(buf, pos)
-        pos += 2
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(FindCoordinatorRequest)
-        o1.key = s1_key
-        o1.key_type = s1_key_type
-        o1.coordinator_keys = []
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FindCoordinatorRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_FindCoordinatorRequest_2(out: bytearray, o: FindCoordinatorRequest) -> None:
@@ -243,57 +156,6 @@ def _w_FindCoordinatorRequest_2(out: bytearray, o: FindCoordinatorRequest) -> No
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write FindCoordinatorRequest: {exc}") from None
-
-
-def _r_FindCoordinatorRequest_3(buf: Any, pos: int) -> tuple[FindCoordinatorRequest, int]:
-    item: Any
-    s1_coordinator_keys: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        (s1_key_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("coordinator_keys", pos)
-        else:
-            s1_coordinator_keys = []
-            add2 = s1_coordinator_keys.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    item, pos = _wire.read_compact_text(buf, pos, "coordinator_keys[]")
-                add2(item)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(FindCoordinatorRequest)
-        o1.key = ""
-        o1.key_type = s1_key_type
-        o1.coordinator_keys = s1_coordinator_keys
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FindCoordinatorRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_FindCoordinatorRequest_3(out: bytearray, o: FindCoordinatorRequest) -> None:
@@ -360,21 +222,6 @@ def _r_FindCoordinatorResponse_0(buf: Any, pos: int) -> tuple[FindCoordinatorRes
     return o1, pos
 
 
-def _w_FindCoordinatorResponse_0(out: bytearray, o: FindCoordinatorResponse) -> None:
-    x: Any
-    try:
-        if o.coordinators:
-            raise EncodeError("field coordinators has a non-default value but does not exist at this version")
-        out += _F_hi.pack(o.error_code, o.node_id)
-        x = o.host
-        if x is None:
-            raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_i.pack(o.port)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write FindCoordinatorResponse: {exc}") from None
-
-
 def _r_FindCoordinatorResponse_1(buf: Any, pos: int) -> tuple[FindCoordinatorResponse, int]:
     s1_error_message: str | None
     try:
@@ -417,24 +264,6 @@ def _r_FindCoordinatorResponse_1(buf: Any, pos: int) -> tuple[FindCoordinatorRes
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FindCoordinatorResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_FindCoordinatorResponse_1(out: bytearray, o: FindCoordinatorResponse) -> None:
-    x: Any
-    try:
-        if o.coordinators:
-            raise EncodeError("field coordinators has a non-default value but does not exist at this version")
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        _wire.write_string(out, x)
-        out += _F_i.pack(o.node_id)
-        x = o.host
-        if x is None:
-            raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_i.pack(o.port)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write FindCoordinatorResponse: {exc}") from None
 
 
 def _r_FindCoordinatorResponse_2(buf: Any, pos: int) -> tuple[FindCoordinatorResponse, int]:
@@ -490,38 +319,6 @@ def _r_FindCoordinatorResponse_2(buf: Any, pos: int) -> tuple[FindCoordinatorRes
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FindCoordinatorResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_FindCoordinatorResponse_2(out: bytearray, o: FindCoordinatorResponse) -> None:
-    x: Any
-    try:
-        if o.coordinators:
-            raise EncodeError("field coordinators has a non-default value but does not exist at this version")
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_i.pack(o.node_id)
-        x = o.host
-        if x is None:
-            raise EncodeError("field host is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_i.pack(o.port)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write FindCoordinatorResponse: {exc}") from None
 
 
 def _r_FindCoordinatorResponse_3(buf: Any, pos: int) -> tuple[FindCoordinatorResponse, int]:
@@ -623,90 +420,13 @@ def _r_FindCoordinatorResponse_3(buf: Any, pos: int) -> tuple[FindCoordinatorRes
     return o1, pos
 
 
-def _w_FindCoordinatorResponse_3(out: bytearray, o: FindCoordinatorResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.error_code != 0:
-            raise EncodeError("field error_code has a non-default value but does not exist at this version")
-        if o.node_id != 0:
-            raise EncodeError("field node_id has a non-default value but does not exist at this version")
-        if o.host != "":
-            raise EncodeError("field host has a non-default value but does not exist at this version")
-        if o.port != 0:
-            raise EncodeError("field port has a non-default value but does not exist at this version")
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.coordinators
-        if x is None:
-            raise EncodeError("field coordinators is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_FindCoordinatorResponse__Coordinator_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write FindCoordinatorResponse: {exc}") from None
-
-
-def _w_FindCoordinatorResponse__Coordinator_0(out: bytearray, o: FindCoordinatorResponse.Coordinator) -> None:
-    x: Any
-    try:
-        x = o.key
-        if x is None:
-            raise EncodeError("field key is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_i.pack(o.node_id)
-        x = o.host
-        if x is None:
-            raise EncodeError("field host is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_ih.pack(o.port, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write Coordinator: {exc}") from None
-
-
 
 FindCoordinatorRequest._FIELDS = (
     FieldInfo('key', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False),
     FieldInfo('key_type', 'int8', None, False, VersionRange(1, 6), _NONE, _NONE, None, False),
     FieldInfo('coordinator_keys', 'string', None, True, VersionRange(4, 6), _NONE, _NONE, None, False),
 )
-FindCoordinatorRequest._READERS = {
-    0: _r_FindCoordinatorRequest_0,
-    1: _r_FindCoordinatorRequest_1,
-    2: _r_FindCoordinatorRequest_1,
-    3: _r_FindCoordinatorRequest_2,
-    4: _r_FindCoordinatorRequest_3,
-    5: _r_FindCoordinatorRequest_3,
-    6: _r_FindCoordinatorRequest_3,
-}
+FindCoordinatorRequest._READERS = codec_path.broker_side(FindCoordinatorRequest, '_READERS')
 FindCoordinatorRequest._WRITERS = {
     0: _w_FindCoordinatorRequest_0,
     1: _w_FindCoordinatorRequest_1,
@@ -812,15 +532,7 @@ FindCoordinatorResponse._READERS = {
     5: _r_FindCoordinatorResponse_3,
     6: _r_FindCoordinatorResponse_3,
 }
-FindCoordinatorResponse._WRITERS = {
-    0: _w_FindCoordinatorResponse_0,
-    1: _w_FindCoordinatorResponse_1,
-    2: _w_FindCoordinatorResponse_1,
-    3: _w_FindCoordinatorResponse_2,
-    4: _w_FindCoordinatorResponse_3,
-    5: _w_FindCoordinatorResponse_3,
-    6: _w_FindCoordinatorResponse_3,
-}
+FindCoordinatorResponse._WRITERS = codec_path.broker_side(FindCoordinatorResponse, '_WRITERS')
 _N_FindCoordinatorResponse__Coordinator_0 = (
     _C_Response__Coordinator,
     True,

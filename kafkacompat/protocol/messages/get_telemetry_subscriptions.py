@@ -14,14 +14,12 @@ __all__ = ['GetTelemetrySubscriptionsRequest', 'GetTelemetrySubscriptionsRespons
 
 _new = object.__new__
 _NONE = VersionRange.NONE
-_F_i = struct.Struct(">i")
 _F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
 _F_iio = struct.Struct(">ii?")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_b = _wire.SHORT_ARRAYS["b"]
 _K_b = _wire.COUNTED_ARRAYS["b"]
-_PC_b = _wire.COMPACT_PREFIXED["b"]
 _UUID = uuid.UUID
 _UUID_SAFE = uuid.SafeUUID.unknown
 _set = object.__setattr__
@@ -91,37 +89,6 @@ class GetTelemetrySubscriptionsResponse(KafkaMessage):
 
 
 GetTelemetrySubscriptionsRequest.RESPONSE_CLASS = GetTelemetrySubscriptionsResponse
-
-
-def _r_GetTelemetrySubscriptionsRequest_0(buf: Any, pos: int) -> tuple[GetTelemetrySubscriptionsRequest, int]:
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        stop = pos + 16
-        if stop > buflen:
-            raise DecodeError("uuid runs past the end of the data", offset=pos)
-        s1_client_instance_id = _new(_UUID)
-        _set(s1_client_instance_id, "int", _from_bytes(buf[pos:stop]))
-        _set(s1_client_instance_id, "is_safe", _UUID_SAFE)
-        pos = stop
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(GetTelemetrySubscriptionsRequest)
-        o1.client_instance_id = s1_client_instance_id
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read GetTelemetrySubscriptionsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_GetTelemetrySubscriptionsRequest_0(out: bytearray, o: GetTelemetrySubscriptionsRequest) -> None:
@@ -230,57 +197,14 @@ def _r_GetTelemetrySubscriptionsResponse_0(
     return o1, pos
 
 
-def _w_GetTelemetrySubscriptionsResponse_0(out: bytearray, o: GetTelemetrySubscriptionsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.client_instance_id
-        _wire.write_uuid(out, x)
-        out += _F_i.pack(o.subscription_id)
-        x = o.accepted_compression_types
-        if x is None:
-            raise EncodeError("field accepted_compression_types is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out.append(1)
-            elif n < 32:
-                out += _PC_b[n].pack(n + 1, *x)
-            else:
-                out += _wire.uvarint(n + 1)
-                _wire.write_int_array(out, x, "b")
-        out += _F_iio.pack(o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality)
-        x = o.requested_metrics
-        if x is None:
-            raise EncodeError("field requested_metrics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                if item is None:
-                    raise EncodeError("an element of requested_metrics is None")
-                if item.__class__ is str and len(item) < 0x20:
-                    data = item.encode()
-                    out.append(len(data) + 1)
-                    out += data
-                else:
-                    _wire.write_compact_string(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write GetTelemetrySubscriptionsResponse: {exc}") from None
-
-
 
 GetTelemetrySubscriptionsRequest._FIELDS = (
     FieldInfo('client_instance_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
-GetTelemetrySubscriptionsRequest._READERS = {0: _r_GetTelemetrySubscriptionsRequest_0}
+GetTelemetrySubscriptionsRequest._READERS = codec_path.broker_side(
+    GetTelemetrySubscriptionsRequest,
+    '_READERS',
+)
 GetTelemetrySubscriptionsRequest._WRITERS = {0: _w_GetTelemetrySubscriptionsRequest_0}
 _N_GetTelemetrySubscriptionsRequest_0 = (
     GetTelemetrySubscriptionsRequest,
@@ -314,7 +238,10 @@ GetTelemetrySubscriptionsResponse._FIELDS = (
     FieldInfo('requested_metrics', 'string', None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 GetTelemetrySubscriptionsResponse._READERS = {0: _r_GetTelemetrySubscriptionsResponse_0}
-GetTelemetrySubscriptionsResponse._WRITERS = {0: _w_GetTelemetrySubscriptionsResponse_0}
+GetTelemetrySubscriptionsResponse._WRITERS = codec_path.broker_side(
+    GetTelemetrySubscriptionsResponse,
+    '_WRITERS',
+)
 _N_GetTelemetrySubscriptionsResponse_0 = (
     GetTelemetrySubscriptionsResponse,
     True,

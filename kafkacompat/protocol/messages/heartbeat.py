@@ -15,7 +15,6 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
-_F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
@@ -63,44 +62,6 @@ class HeartbeatResponse(KafkaMessage):
 HeartbeatRequest.RESPONSE_CLASS = HeartbeatResponse
 
 
-def _r_HeartbeatRequest_0(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
-    try:
-        buflen = len(buf)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_string(buf, pos)
-            if s1_group_id is None:
-                raise _wire.null_error("group_id", pos)
-        (s1_generation_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_member_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_member_id, pos = _wire.read_string(buf, pos)
-            if s1_member_id is None:
-                raise _wire.null_error("member_id", pos)
-        o1 = _new(HeartbeatRequest)
-        o1.group_id = s1_group_id
-        o1.generation_id = s1_generation_id
-        o1.member_id = s1_member_id
-        o1.group_instance_id = None
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read HeartbeatRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_HeartbeatRequest_0(out: bytearray, o: HeartbeatRequest) -> None:
     x: Any
     try:
@@ -121,54 +82,6 @@ def _w_HeartbeatRequest_0(out: bytearray, o: HeartbeatRequest) -> None:
         raise EncodeError(f"cannot write HeartbeatRequest: {exc}") from None
 
 
-def _r_HeartbeatRequest_1(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
-    s1_group_instance_id: str | None
-    try:
-        buflen = len(buf)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_string(buf, pos)
-            if s1_group_id is None:
-                raise _wire.null_error("group_id", pos)
-        (s1_generation_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_member_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_member_id, pos = _wire.read_string(buf, pos)
-            if s1_member_id is None:
-                raise _wire.null_error("member_id", pos)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_group_instance_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_group_instance_id, pos = _wire.read_string(buf, pos)
-        o1 = _new(HeartbeatRequest)
-        o1.group_id = s1_group_id
-        o1.generation_id = s1_generation_id
-        o1.member_id = s1_member_id
-        o1.group_instance_id = s1_group_instance_id
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read HeartbeatRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_HeartbeatRequest_1(out: bytearray, o: HeartbeatRequest) -> None:
     x: Any
     try:
@@ -185,65 +98,6 @@ def _w_HeartbeatRequest_1(out: bytearray, o: HeartbeatRequest) -> None:
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write HeartbeatRequest: {exc}") from None
-
-
-def _r_HeartbeatRequest_2(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
-    s1_group_instance_id: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        (s1_generation_id, size,) = _F_iB.unpack_from(buf, pos)
-        pos += 4
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_instance_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_group_instance_id = None
-            pos += 1
-        else:
-            s1_group_instance_id, pos = _wire.read_compact_string(buf, pos)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(HeartbeatRequest)
-        o1.group_id = s1_group_id
-        o1.generation_id = s1_generation_id
-        o1.member_id = s1_member_id
-        o1.group_instance_id = s1_group_instance_id
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read HeartbeatRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_HeartbeatRequest_2(out: bytearray, o: HeartbeatRequest) -> None:
@@ -296,13 +150,6 @@ def _r_HeartbeatResponse_0(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
     return o1, pos
 
 
-def _w_HeartbeatResponse_0(out: bytearray, o: HeartbeatResponse) -> None:
-    try:
-        out += _F_h.pack(o.error_code)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write HeartbeatResponse: {exc}") from None
-
-
 def _r_HeartbeatResponse_1(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
     try:
         (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
@@ -314,13 +161,6 @@ def _r_HeartbeatResponse_1(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read HeartbeatResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_HeartbeatResponse_1(out: bytearray, o: HeartbeatResponse) -> None:
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write HeartbeatResponse: {exc}") from None
 
 
 def _r_HeartbeatResponse_2(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
@@ -348,17 +188,6 @@ def _r_HeartbeatResponse_2(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
     return o1, pos
 
 
-def _w_HeartbeatResponse_2(out: bytearray, o: HeartbeatResponse) -> None:
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write HeartbeatResponse: {exc}") from None
-
-
 
 HeartbeatRequest._FIELDS = (
     FieldInfo('group_id', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False),
@@ -376,13 +205,7 @@ HeartbeatRequest._FIELDS = (
         False,
     ),
 )
-HeartbeatRequest._READERS = {
-    0: _r_HeartbeatRequest_0,
-    1: _r_HeartbeatRequest_0,
-    2: _r_HeartbeatRequest_0,
-    3: _r_HeartbeatRequest_1,
-    4: _r_HeartbeatRequest_2,
-}
+HeartbeatRequest._READERS = codec_path.broker_side(HeartbeatRequest, '_READERS')
 HeartbeatRequest._WRITERS = {
     0: _w_HeartbeatRequest_0,
     1: _w_HeartbeatRequest_0,
@@ -441,13 +264,7 @@ HeartbeatResponse._READERS = {
     3: _r_HeartbeatResponse_1,
     4: _r_HeartbeatResponse_2,
 }
-HeartbeatResponse._WRITERS = {
-    0: _w_HeartbeatResponse_0,
-    1: _w_HeartbeatResponse_1,
-    2: _w_HeartbeatResponse_1,
-    3: _w_HeartbeatResponse_1,
-    4: _w_HeartbeatResponse_2,
-}
+HeartbeatResponse._WRITERS = codec_path.broker_side(HeartbeatResponse, '_WRITERS')
 _N_HeartbeatResponse_0 = (
     HeartbeatResponse,
     False,

@@ -14,7 +14,6 @@ __all__ = ['IncrementalAlterConfigsRequest', 'IncrementalAlterConfigsResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
-_F_oB = struct.Struct(">?B")
 _F_b = struct.Struct(">b")
 _F_bB = struct.Struct(">bB")
 _F_h = struct.Struct(">h")
@@ -112,84 +111,6 @@ class IncrementalAlterConfigsResponse(KafkaMessage):
 IncrementalAlterConfigsRequest.RESPONSE_CLASS = IncrementalAlterConfigsResponse
 
 
-def _r_IncrementalAlterConfigsRequest_0(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsRequest, int]:
-    s1_resources: list[Any]
-    s3_configs: list[Any]
-    s5_value: str | None
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("resources", pos)
-        else:
-            s1_resources = _wire.KeyedList()
-            add2 = s1_resources.append
-            for _ in range(n):
-                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
-                pos += 1
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_resource_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_resource_name, pos = _wire.read_string(buf, pos)
-                    if s3_resource_name is None:
-                        raise _wire.null_error("resource_name", pos)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("configs", pos)
-                else:
-                    s3_configs = _wire.KeyedList()
-                    add4 = s3_configs.append
-                    for _ in range(n):
-                        size = buf[pos] << 8 | buf[pos + 1]
-                        if size < 0x8000:
-                            stop = pos + 2 + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                            s5_name = buf[pos + 2 : stop].decode()
-                            pos = stop
-                        else:
-                            s5_name, pos = _wire.read_string(buf, pos)
-                            if s5_name is None:
-                                raise _wire.null_error("name", pos)
-                        (s5_config_operation,) = _F_b.unpack_from(buf, pos)
-                        pos += 1
-                        size = buf[pos] << 8 | buf[pos + 1]
-                        if size < 0x8000:
-                            stop = pos + 2 + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                            s5_value = buf[pos + 2 : stop].decode()
-                            pos = stop
-                        else:
-                            s5_value, pos = _wire.read_string(buf, pos)
-                        o5 = _new(_C_Request__AlterableConfig)
-                        o5.name = s5_name
-                        o5.config_operation = s5_config_operation
-                        o5.value = s5_value
-                        o5._unknown_tags = _NO_TAGS
-                        add4(o5)
-                o3 = _new(_C_Request__AlterConfigsResource)
-                o3.resource_type = s3_resource_type
-                o3.resource_name = s3_resource_name
-                o3.configs = s3_configs
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        (s1_validate_only,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        o1 = _new(IncrementalAlterConfigsRequest)
-        o1.resources = s1_resources
-        o1.validate_only = s1_validate_only
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read IncrementalAlterConfigsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_IncrementalAlterConfigsRequest_0(out: bytearray, o: IncrementalAlterConfigsRequest) -> None:
     x: Any
     item: Any
@@ -204,127 +125,6 @@ def _w_IncrementalAlterConfigsRequest_0(out: bytearray, o: IncrementalAlterConfi
         out += _F_o.pack(o.validate_only)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write IncrementalAlterConfigsRequest: {exc}") from None
-
-
-def _r_IncrementalAlterConfigsRequest_1(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsRequest, int]:
-    s1_resources: list[Any]
-    s3_configs: list[Any]
-    s5_value: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u5: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("resources", pos)
-        else:
-            s1_resources = _wire.KeyedList()
-            add2 = s1_resources.append
-            for _ in range(n):
-                (s3_resource_type, size,) = _F_bB.unpack_from(buf, pos)
-                pos += 1
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_resource_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("configs", pos)
-                else:
-                    s3_configs = _wire.KeyedList()
-                    add4 = s3_configs.append
-                    for _ in range(n):
-                        size = buf[pos]
-                        if 0 < size < 0x80:
-                            stop = pos + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = buf[pos + 1 : stop].decode()
-                            pos = stop
-                        else:
-                            s5_name, pos = _wire.read_compact_text(buf, pos, "name")
-                        (s5_config_operation, size,) = _F_bB.unpack_from(buf, pos)
-                        pos += 1
-                        if 0 < size < 0x80:
-                            stop = pos + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_value = buf[pos + 1 : stop].decode()
-                            pos = stop
-                        elif size == 0:
-                            s5_value = None
-                            pos += 1
-                        else:
-                            s5_value, pos = _wire.read_compact_string(buf, pos)
-                        u5 = _NO_TAGS
-                        if buf[pos] == 0:
-                            pos += 1
-                        else:
-                            count5, pos = _wire.read_tag_count(buf, pos)
-                            seen5: list[tuple[int, bytes]] = []
-                            for _ in range(count5):
-                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                seen5.append((tag5, bytes(buf[pos:end5])))
-                                pos = end5
-                            if seen5:
-                                u5 = tuple(seen5)
-                        o5 = _new(_C_Request__AlterableConfig)
-                        o5.name = s5_name
-                        o5.config_operation = s5_config_operation
-                        o5.value = s5_value
-                        o5._unknown_tags = u5
-                        add4(o5)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__AlterConfigsResource)
-                o3.resource_type = s3_resource_type
-                o3.resource_name = s3_resource_name
-                o3.configs = s3_configs
-                o3._unknown_tags = u3
-                add2(o3)
-        (s1_validate_only, t1,) = _F_oB.unpack_from(buf, pos)
-        pos += 2
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(IncrementalAlterConfigsRequest)
-        o1.resources = s1_resources
-        o1.validate_only = s1_validate_only
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read IncrementalAlterConfigsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_IncrementalAlterConfigsRequest_1(out: bytearray, o: IncrementalAlterConfigsRequest) -> None:
@@ -510,22 +310,6 @@ def _r_IncrementalAlterConfigsResponse_0(buf: Any, pos: int) -> tuple[Incrementa
     return o1, pos
 
 
-def _w_IncrementalAlterConfigsResponse_0(out: bytearray, o: IncrementalAlterConfigsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.responses
-        if x is None:
-            raise EncodeError("field responses is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write IncrementalAlterConfigsResponse: {exc}") from None
-
-
 def _r_IncrementalAlterConfigsResponse_1(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsResponse, int]:
     s1_responses: list[Any]
     s3_error_message: str | None
@@ -609,79 +393,6 @@ def _r_IncrementalAlterConfigsResponse_1(buf: Any, pos: int) -> tuple[Incrementa
     return o1, pos
 
 
-def _w_IncrementalAlterConfigsResponse_1(out: bytearray, o: IncrementalAlterConfigsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.responses
-        if x is None:
-            raise EncodeError("field responses is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write IncrementalAlterConfigsResponse: {exc}") from None
-
-
-def _w_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_0(
-    out: bytearray,
-    o: IncrementalAlterConfigsResponse.AlterConfigsResourceResponse,
-) -> None:
-    x: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        _wire.write_string(out, x)
-        out += _F_b.pack(o.resource_type)
-        x = o.resource_name
-        if x is None:
-            raise EncodeError("field resource_name is None but not nullable at this version")
-        _wire.write_string(out, x)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AlterConfigsResourceResponse: {exc}") from None
-
-
-def _w_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_1(
-    out: bytearray,
-    o: IncrementalAlterConfigsResponse.AlterConfigsResourceResponse,
-) -> None:
-    x: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_b.pack(o.resource_type)
-        x = o.resource_name
-        if x is None:
-            raise EncodeError("field resource_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write AlterConfigsResourceResponse: {exc}") from None
-
-
 _C_Request__AlterableConfig = IncrementalAlterConfigsRequest.AlterableConfig
 _C_Request__AlterConfigsResource = IncrementalAlterConfigsRequest.AlterConfigsResource
 
@@ -719,10 +430,7 @@ _C_Request__AlterConfigsResource._FIELDS = (
         False,
     ),
 )
-IncrementalAlterConfigsRequest._READERS = {
-    0: _r_IncrementalAlterConfigsRequest_0,
-    1: _r_IncrementalAlterConfigsRequest_1,
-}
+IncrementalAlterConfigsRequest._READERS = codec_path.broker_side(IncrementalAlterConfigsRequest, '_READERS')
 IncrementalAlterConfigsRequest._WRITERS = {
     0: _w_IncrementalAlterConfigsRequest_0,
     1: _w_IncrementalAlterConfigsRequest_1,
@@ -824,10 +532,7 @@ IncrementalAlterConfigsResponse._READERS = {
     0: _r_IncrementalAlterConfigsResponse_0,
     1: _r_IncrementalAlterConfigsResponse_1,
 }
-IncrementalAlterConfigsResponse._WRITERS = {
-    0: _w_IncrementalAlterConfigsResponse_0,
-    1: _w_IncrementalAlterConfigsResponse_1,
-}
+IncrementalAlterConfigsResponse._WRITERS = codec_path.broker_side(IncrementalAlterConfigsResponse, '_WRITERS')
 _N_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_0 = (
     _C_Response__AlterConfigsResourceResponse,
     False,

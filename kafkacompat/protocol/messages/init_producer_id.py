@@ -14,15 +14,11 @@ __all__ = ['InitProducerIdRequest', 'InitProducerIdResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
-_F_iB = struct.Struct(">iB")
 _F_ihqh = struct.Struct(">ihqh")
 _F_ihqhB = struct.Struct(">ihqhB")
-_F_ihqhqh = struct.Struct(">ihqhqh")
 _F_ihqhqhB = struct.Struct(">ihqhqhB")
 _F_iqh = struct.Struct(">iqh")
 _F_iqhoo = struct.Struct(">iqh??")
-_F_iqhooB = struct.Struct(">iqh??B")
-_F_iqhB = struct.Struct(">iqhB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
@@ -100,34 +96,6 @@ class InitProducerIdResponse(KafkaMessage):
 InitProducerIdRequest.RESPONSE_CLASS = InitProducerIdResponse
 
 
-def _r_InitProducerIdRequest_0(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
-    s1_transactional_id: str | None
-    try:
-        buflen = len(buf)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_transactional_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_transactional_id, pos = _wire.read_string(buf, pos)
-        (s1_transaction_timeout_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        o1 = _new(InitProducerIdRequest)
-        o1.transactional_id = s1_transactional_id
-        o1.transaction_timeout_ms = s1_transaction_timeout_ms
-        o1.producer_id = -1
-        o1.producer_epoch = -1
-        o1.enable2_pc = False
-        o1.keep_prepared_txn = False
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read InitProducerIdRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_InitProducerIdRequest_0(out: bytearray, o: InitProducerIdRequest) -> None:
     x: Any
     try:
@@ -148,49 +116,6 @@ def _w_InitProducerIdRequest_0(out: bytearray, o: InitProducerIdRequest) -> None
         out += _F_i.pack(o.transaction_timeout_ms)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write InitProducerIdRequest: {exc}") from None
-
-
-def _r_InitProducerIdRequest_1(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
-    s1_transactional_id: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_transactional_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_transactional_id = None
-            pos += 1
-        else:
-            s1_transactional_id, pos = _wire.read_compact_string(buf, pos)
-        (s1_transaction_timeout_ms, t1,) = _F_iB.unpack_from(buf, pos)
-        pos += 5
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(InitProducerIdRequest)
-        o1.transactional_id = s1_transactional_id
-        o1.transaction_timeout_ms = s1_transaction_timeout_ms
-        o1.producer_id = -1
-        o1.producer_epoch = -1
-        o1.enable2_pc = False
-        o1.keep_prepared_txn = False
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read InitProducerIdRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_InitProducerIdRequest_1(out: bytearray, o: InitProducerIdRequest) -> None:
@@ -224,49 +149,6 @@ def _w_InitProducerIdRequest_1(out: bytearray, o: InitProducerIdRequest) -> None
         raise EncodeError(f"cannot write InitProducerIdRequest: {exc}") from None
 
 
-def _r_InitProducerIdRequest_2(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
-    s1_transactional_id: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_transactional_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_transactional_id = None
-            pos += 1
-        else:
-            s1_transactional_id, pos = _wire.read_compact_string(buf, pos)
-        (s1_transaction_timeout_ms, s1_producer_id, s1_producer_epoch, t1,) = _F_iqhB.unpack_from(buf, pos)
-        pos += 15
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(InitProducerIdRequest)
-        o1.transactional_id = s1_transactional_id
-        o1.transaction_timeout_ms = s1_transaction_timeout_ms
-        o1.producer_id = s1_producer_id
-        o1.producer_epoch = s1_producer_epoch
-        o1.enable2_pc = False
-        o1.keep_prepared_txn = False
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read InitProducerIdRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_InitProducerIdRequest_2(out: bytearray, o: InitProducerIdRequest) -> None:
     x: Any
     try:
@@ -290,56 +172,6 @@ def _w_InitProducerIdRequest_2(out: bytearray, o: InitProducerIdRequest) -> None
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write InitProducerIdRequest: {exc}") from None
-
-
-def _r_InitProducerIdRequest_3(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
-    s1_transactional_id: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_transactional_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_transactional_id = None
-            pos += 1
-        else:
-            s1_transactional_id, pos = _wire.read_compact_string(buf, pos)
-        (
-            s1_transaction_timeout_ms,
-            s1_producer_id,
-            s1_producer_epoch,
-            s1_enable2_pc,
-            s1_keep_prepared_txn,
-            t1,
-        ) = _F_iqhooB.unpack_from(buf, pos)
-        pos += 17
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(InitProducerIdRequest)
-        o1.transactional_id = s1_transactional_id
-        o1.transaction_timeout_ms = s1_transaction_timeout_ms
-        o1.producer_id = s1_producer_id
-        o1.producer_epoch = s1_producer_epoch
-        o1.enable2_pc = s1_enable2_pc
-        o1.keep_prepared_txn = s1_keep_prepared_txn
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read InitProducerIdRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_InitProducerIdRequest_3(out: bytearray, o: InitProducerIdRequest) -> None:
@@ -389,21 +221,6 @@ def _r_InitProducerIdResponse_0(buf: Any, pos: int) -> tuple[InitProducerIdRespo
     return o1, pos
 
 
-def _w_InitProducerIdResponse_0(out: bytearray, o: InitProducerIdResponse) -> None:
-    try:
-        if o.ongoing_txn_producer_id != -1:
-            raise EncodeError(
-                "field ongoing_txn_producer_id has a non-default value but does not exist at this version",
-            )
-        if o.ongoing_txn_producer_epoch != -1:
-            raise EncodeError(
-                "field ongoing_txn_producer_epoch has a non-default value but does not exist at this version",
-            )
-        out += _F_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write InitProducerIdResponse: {exc}") from None
-
-
 def _r_InitProducerIdResponse_1(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
@@ -437,25 +254,6 @@ def _r_InitProducerIdResponse_1(buf: Any, pos: int) -> tuple[InitProducerIdRespo
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read InitProducerIdResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_InitProducerIdResponse_1(out: bytearray, o: InitProducerIdResponse) -> None:
-    try:
-        if o.ongoing_txn_producer_id != -1:
-            raise EncodeError(
-                "field ongoing_txn_producer_id has a non-default value but does not exist at this version",
-            )
-        if o.ongoing_txn_producer_epoch != -1:
-            raise EncodeError(
-                "field ongoing_txn_producer_epoch has a non-default value but does not exist at this version",
-            )
-        out += _F_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write InitProducerIdResponse: {exc}") from None
 
 
 def _r_InitProducerIdResponse_2(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
@@ -495,24 +293,6 @@ def _r_InitProducerIdResponse_2(buf: Any, pos: int) -> tuple[InitProducerIdRespo
     return o1, pos
 
 
-def _w_InitProducerIdResponse_2(out: bytearray, o: InitProducerIdResponse) -> None:
-    try:
-        out += _F_ihqhqh.pack(
-            o.throttle_time_ms,
-            o.error_code,
-            o.producer_id,
-            o.producer_epoch,
-            o.ongoing_txn_producer_id,
-            o.ongoing_txn_producer_epoch,
-        )
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write InitProducerIdResponse: {exc}") from None
-
-
 
 InitProducerIdRequest._FIELDS = (
     FieldInfo(
@@ -532,15 +312,7 @@ InitProducerIdRequest._FIELDS = (
     FieldInfo('enable2_pc', 'bool', None, False, VersionRange(6, 6), _NONE, _NONE, None, False),
     FieldInfo('keep_prepared_txn', 'bool', None, False, VersionRange(6, 6), _NONE, _NONE, None, False),
 )
-InitProducerIdRequest._READERS = {
-    0: _r_InitProducerIdRequest_0,
-    1: _r_InitProducerIdRequest_0,
-    2: _r_InitProducerIdRequest_1,
-    3: _r_InitProducerIdRequest_2,
-    4: _r_InitProducerIdRequest_2,
-    5: _r_InitProducerIdRequest_2,
-    6: _r_InitProducerIdRequest_3,
-}
+InitProducerIdRequest._READERS = codec_path.broker_side(InitProducerIdRequest, '_READERS')
 InitProducerIdRequest._WRITERS = {
     0: _w_InitProducerIdRequest_0,
     1: _w_InitProducerIdRequest_0,
@@ -638,15 +410,7 @@ InitProducerIdResponse._READERS = {
     5: _r_InitProducerIdResponse_1,
     6: _r_InitProducerIdResponse_2,
 }
-InitProducerIdResponse._WRITERS = {
-    0: _w_InitProducerIdResponse_0,
-    1: _w_InitProducerIdResponse_0,
-    2: _w_InitProducerIdResponse_1,
-    3: _w_InitProducerIdResponse_1,
-    4: _w_InitProducerIdResponse_1,
-    5: _w_InitProducerIdResponse_1,
-    6: _w_InitProducerIdResponse_2,
-}
+InitProducerIdResponse._WRITERS = codec_path.broker_side(InitProducerIdResponse, '_WRITERS')
 _N_InitProducerIdResponse_0 = (
     InitProducerIdResponse,
     False,

@@ -13,14 +13,12 @@ __all__ = ['JoinGroupRequest', 'JoinGroupResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
-_F_o = struct.Struct(">?")
 _F_oB = struct.Struct(">?B")
 _F_hi = struct.Struct(">hi")
 _F_i = struct.Struct(">i")
 _F_ihi = struct.Struct(">ihi")
 _F_ihiB = struct.Struct(">ihiB")
 _F_ii = struct.Struct(">ii")
-_F_iiB = struct.Struct(">iiB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
@@ -139,86 +137,6 @@ class JoinGroupResponse(KafkaMessage):
 JoinGroupRequest.RESPONSE_CLASS = JoinGroupResponse
 
 
-def _r_JoinGroupRequest_0(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
-    s1_protocols: list[Any]
-    try:
-        buflen = len(buf)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_string(buf, pos)
-            if s1_group_id is None:
-                raise _wire.null_error("group_id", pos)
-        (s1_session_timeout_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_member_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_member_id, pos = _wire.read_string(buf, pos)
-            if s1_member_id is None:
-                raise _wire.null_error("member_id", pos)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_protocol_type = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_protocol_type, pos = _wire.read_string(buf, pos)
-            if s1_protocol_type is None:
-                raise _wire.null_error("protocol_type", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("protocols", pos)
-        else:
-            s1_protocols = _wire.KeyedList()
-            add2 = s1_protocols.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_string(buf, pos)
-                    if s3_name is None:
-                        raise _wire.null_error("name", pos)
-                s3_metadata, pos = _wire.read_bytes(buf, pos)
-                if s3_metadata is None:
-                    raise _wire.null_error("metadata", pos)
-                o3 = _new(_C_Request__JoinGroupRequestProtocol)
-                o3.name = s3_name
-                o3.metadata = s3_metadata
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(JoinGroupRequest)
-        o1.group_id = s1_group_id
-        o1.session_timeout_ms = s1_session_timeout_ms
-        o1.rebalance_timeout_ms = -1
-        o1.member_id = s1_member_id
-        o1.group_instance_id = None
-        o1.protocol_type = s1_protocol_type
-        o1.protocols = s1_protocols
-        o1.reason = None
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read JoinGroupRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_JoinGroupRequest_0(out: bytearray, o: JoinGroupRequest) -> None:
     x: Any
     item: Any
@@ -249,86 +167,6 @@ def _w_JoinGroupRequest_0(out: bytearray, o: JoinGroupRequest) -> None:
                 _w_JoinGroupRequest__JoinGroupRequestProtocol_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write JoinGroupRequest: {exc}") from None
-
-
-def _r_JoinGroupRequest_1(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
-    s1_protocols: list[Any]
-    try:
-        buflen = len(buf)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_string(buf, pos)
-            if s1_group_id is None:
-                raise _wire.null_error("group_id", pos)
-        (s1_session_timeout_ms, s1_rebalance_timeout_ms,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_member_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_member_id, pos = _wire.read_string(buf, pos)
-            if s1_member_id is None:
-                raise _wire.null_error("member_id", pos)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_protocol_type = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_protocol_type, pos = _wire.read_string(buf, pos)
-            if s1_protocol_type is None:
-                raise _wire.null_error("protocol_type", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("protocols", pos)
-        else:
-            s1_protocols = _wire.KeyedList()
-            add2 = s1_protocols.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_string(buf, pos)
-                    if s3_name is None:
-                        raise _wire.null_error("name", pos)
-                s3_metadata, pos = _wire.read_bytes(buf, pos)
-                if s3_metadata is None:
-                    raise _wire.null_error("metadata", pos)
-                o3 = _new(_C_Request__JoinGroupRequestProtocol)
-                o3.name = s3_name
-                o3.metadata = s3_metadata
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(JoinGroupRequest)
-        o1.group_id = s1_group_id
-        o1.session_timeout_ms = s1_session_timeout_ms
-        o1.rebalance_timeout_ms = s1_rebalance_timeout_ms
-        o1.member_id = s1_member_id
-        o1.group_instance_id = None
-        o1.protocol_type = s1_protocol_type
-        o1.protocols = s1_protocols
-        o1.reason = None
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read JoinGroupRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_JoinGroupRequest_1(out: bytearray, o: JoinGroupRequest) -> None:
@@ -363,96 +201,6 @@ def _w_JoinGroupRequest_1(out: bytearray, o: JoinGroupRequest) -> None:
         raise EncodeError(f"cannot write JoinGroupRequest: {exc}") from None
 
 
-def _r_JoinGroupRequest_2(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
-    s1_group_instance_id: str | None
-    s1_protocols: list[Any]
-    try:
-        buflen = len(buf)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_string(buf, pos)
-            if s1_group_id is None:
-                raise _wire.null_error("group_id", pos)
-        (s1_session_timeout_ms, s1_rebalance_timeout_ms,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_member_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_member_id, pos = _wire.read_string(buf, pos)
-            if s1_member_id is None:
-                raise _wire.null_error("member_id", pos)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_group_instance_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_group_instance_id, pos = _wire.read_string(buf, pos)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_protocol_type = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_protocol_type, pos = _wire.read_string(buf, pos)
-            if s1_protocol_type is None:
-                raise _wire.null_error("protocol_type", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("protocols", pos)
-        else:
-            s1_protocols = _wire.KeyedList()
-            add2 = s1_protocols.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_string(buf, pos)
-                    if s3_name is None:
-                        raise _wire.null_error("name", pos)
-                s3_metadata, pos = _wire.read_bytes(buf, pos)
-                if s3_metadata is None:
-                    raise _wire.null_error("metadata", pos)
-                o3 = _new(_C_Request__JoinGroupRequestProtocol)
-                o3.name = s3_name
-                o3.metadata = s3_metadata
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(JoinGroupRequest)
-        o1.group_id = s1_group_id
-        o1.session_timeout_ms = s1_session_timeout_ms
-        o1.rebalance_timeout_ms = s1_rebalance_timeout_ms
-        o1.member_id = s1_member_id
-        o1.group_instance_id = s1_group_instance_id
-        o1.protocol_type = s1_protocol_type
-        o1.protocols = s1_protocols
-        o1.reason = None
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read JoinGroupRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_JoinGroupRequest_2(out: bytearray, o: JoinGroupRequest) -> None:
     x: Any
     item: Any
@@ -481,120 +229,6 @@ def _w_JoinGroupRequest_2(out: bytearray, o: JoinGroupRequest) -> None:
                 _w_JoinGroupRequest__JoinGroupRequestProtocol_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write JoinGroupRequest: {exc}") from None
-
-
-def _r_JoinGroupRequest_3(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
-    s1_group_instance_id: str | None
-    s1_protocols: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        (s1_session_timeout_ms, s1_rebalance_timeout_ms, size,) = _F_iiB.unpack_from(buf, pos)
-        pos += 8
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_instance_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_group_instance_id = None
-            pos += 1
-        else:
-            s1_group_instance_id, pos = _wire.read_compact_string(buf, pos)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_protocol_type = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_protocol_type, pos = _wire.read_compact_text(buf, pos, "protocol_type")
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("protocols", pos)
-        else:
-            s1_protocols = _wire.KeyedList()
-            add2 = s1_protocols.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                s3_metadata, pos = _wire.read_compact_bytes(buf, pos)
-                if s3_metadata is None:
-                    raise _wire.null_error("metadata", pos)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__JoinGroupRequestProtocol)
-                o3.name = s3_name
-                o3.metadata = s3_metadata
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(JoinGroupRequest)
-        o1.group_id = s1_group_id
-        o1.session_timeout_ms = s1_session_timeout_ms
-        o1.rebalance_timeout_ms = s1_rebalance_timeout_ms
-        o1.member_id = s1_member_id
-        o1.group_instance_id = s1_group_instance_id
-        o1.protocol_type = s1_protocol_type
-        o1.protocols = s1_protocols
-        o1.reason = None
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read JoinGroupRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_JoinGroupRequest_3(out: bytearray, o: JoinGroupRequest) -> None:
@@ -652,133 +286,6 @@ def _w_JoinGroupRequest_3(out: bytearray, o: JoinGroupRequest) -> None:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write JoinGroupRequest: {exc}") from None
-
-
-def _r_JoinGroupRequest_4(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
-    s1_group_instance_id: str | None
-    s1_protocols: list[Any]
-    s1_reason: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        (s1_session_timeout_ms, s1_rebalance_timeout_ms, size,) = _F_iiB.unpack_from(buf, pos)
-        pos += 8
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_instance_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_group_instance_id = None
-            pos += 1
-        else:
-            s1_group_instance_id, pos = _wire.read_compact_string(buf, pos)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_protocol_type = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_protocol_type, pos = _wire.read_compact_text(buf, pos, "protocol_type")
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("protocols", pos)
-        else:
-            s1_protocols = _wire.KeyedList()
-            add2 = s1_protocols.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                s3_metadata, pos = _wire.read_compact_bytes(buf, pos)
-                if s3_metadata is None:
-                    raise _wire.null_error("metadata", pos)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__JoinGroupRequestProtocol)
-                o3.name = s3_name
-                o3.metadata = s3_metadata
-                o3._unknown_tags = u3
-                add2(o3)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_reason = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_reason = None
-            pos += 1
-        else:
-            s1_reason, pos = _wire.read_compact_string(buf, pos)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(JoinGroupRequest)
-        o1.group_id = s1_group_id
-        o1.session_timeout_ms = s1_session_timeout_ms
-        o1.rebalance_timeout_ms = s1_rebalance_timeout_ms
-        o1.member_id = s1_member_id
-        o1.group_instance_id = s1_group_instance_id
-        o1.protocol_type = s1_protocol_type
-        o1.protocols = s1_protocols
-        o1.reason = s1_reason
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read JoinGroupRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_JoinGroupRequest_4(out: bytearray, o: JoinGroupRequest) -> None:
@@ -972,38 +479,6 @@ def _r_JoinGroupResponse_0(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     return o1, pos
 
 
-def _w_JoinGroupResponse_0(out: bytearray, o: JoinGroupResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.skip_assignment:
-            raise EncodeError(
-                "field skip_assignment has a non-default value but does not exist at this version",
-            )
-        out += _F_hi.pack(o.error_code, o.generation_id)
-        x = o.protocol_name
-        if x is None:
-            raise EncodeError("field protocol_name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.leader
-        if x is None:
-            raise EncodeError("field leader is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.member_id
-        if x is None:
-            raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.members
-        if x is None:
-            raise EncodeError("field members is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_JoinGroupResponse__JoinGroupResponseMember_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write JoinGroupResponse: {exc}") from None
-
-
 def _r_JoinGroupResponse_1(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     s1_members: list[Any]
     try:
@@ -1084,38 +559,6 @@ def _r_JoinGroupResponse_1(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read JoinGroupResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_JoinGroupResponse_1(out: bytearray, o: JoinGroupResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.skip_assignment:
-            raise EncodeError(
-                "field skip_assignment has a non-default value but does not exist at this version",
-            )
-        out += _F_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
-        x = o.protocol_name
-        if x is None:
-            raise EncodeError("field protocol_name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.leader
-        if x is None:
-            raise EncodeError("field leader is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.member_id
-        if x is None:
-            raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.members
-        if x is None:
-            raise EncodeError("field members is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_JoinGroupResponse__JoinGroupResponseMember_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write JoinGroupResponse: {exc}") from None
 
 
 def _r_JoinGroupResponse_2(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
@@ -1208,38 +651,6 @@ def _r_JoinGroupResponse_2(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read JoinGroupResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_JoinGroupResponse_2(out: bytearray, o: JoinGroupResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.skip_assignment:
-            raise EncodeError(
-                "field skip_assignment has a non-default value but does not exist at this version",
-            )
-        out += _F_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
-        x = o.protocol_name
-        if x is None:
-            raise EncodeError("field protocol_name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.leader
-        if x is None:
-            raise EncodeError("field leader is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.member_id
-        if x is None:
-            raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.members
-        if x is None:
-            raise EncodeError("field members is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_JoinGroupResponse__JoinGroupResponseMember_1(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write JoinGroupResponse: {exc}") from None
 
 
 def _r_JoinGroupResponse_3(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
@@ -1356,60 +767,6 @@ def _r_JoinGroupResponse_3(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read JoinGroupResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_JoinGroupResponse_3(out: bytearray, o: JoinGroupResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.skip_assignment:
-            raise EncodeError(
-                "field skip_assignment has a non-default value but does not exist at this version",
-            )
-        out += _F_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
-        x = o.protocol_name
-        if x is None:
-            raise EncodeError("field protocol_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.leader
-        if x is None:
-            raise EncodeError("field leader is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.member_id
-        if x is None:
-            raise EncodeError("field member_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.members
-        if x is None:
-            raise EncodeError("field members is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_JoinGroupResponse__JoinGroupResponseMember_2(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write JoinGroupResponse: {exc}") from None
 
 
 def _r_JoinGroupResponse_4(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
@@ -1543,65 +900,6 @@ def _r_JoinGroupResponse_4(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read JoinGroupResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_JoinGroupResponse_4(out: bytearray, o: JoinGroupResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.skip_assignment:
-            raise EncodeError(
-                "field skip_assignment has a non-default value but does not exist at this version",
-            )
-        out += _F_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
-        x = o.protocol_type
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.protocol_name
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.leader
-        if x is None:
-            raise EncodeError("field leader is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.member_id
-        if x is None:
-            raise EncodeError("field member_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.members
-        if x is None:
-            raise EncodeError("field members is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_JoinGroupResponse__JoinGroupResponseMember_2(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write JoinGroupResponse: {exc}") from None
 
 
 def _r_JoinGroupResponse_5(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
@@ -1738,134 +1036,6 @@ def _r_JoinGroupResponse_5(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     return o1, pos
 
 
-def _w_JoinGroupResponse_5(out: bytearray, o: JoinGroupResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
-        x = o.protocol_type
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.protocol_name
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.leader
-        if x is None:
-            raise EncodeError("field leader is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_o.pack(o.skip_assignment)
-        x = o.member_id
-        if x is None:
-            raise EncodeError("field member_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.members
-        if x is None:
-            raise EncodeError("field members is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_JoinGroupResponse__JoinGroupResponseMember_2(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write JoinGroupResponse: {exc}") from None
-
-
-def _w_JoinGroupResponse__JoinGroupResponseMember_0(
-    out: bytearray,
-    o: JoinGroupResponse.JoinGroupResponseMember,
-) -> None:
-    x: Any
-    try:
-        x = o.member_id
-        if x is None:
-            raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.metadata
-        if x is None:
-            raise EncodeError("field metadata is None but not nullable at this version")
-        _wire.write_bytes(out, x)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write JoinGroupResponseMember: {exc}") from None
-
-
-def _w_JoinGroupResponse__JoinGroupResponseMember_1(
-    out: bytearray,
-    o: JoinGroupResponse.JoinGroupResponseMember,
-) -> None:
-    x: Any
-    try:
-        x = o.member_id
-        if x is None:
-            raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.group_instance_id
-        _wire.write_string(out, x)
-        x = o.metadata
-        if x is None:
-            raise EncodeError("field metadata is None but not nullable at this version")
-        _wire.write_bytes(out, x)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write JoinGroupResponseMember: {exc}") from None
-
-
-def _w_JoinGroupResponse__JoinGroupResponseMember_2(
-    out: bytearray,
-    o: JoinGroupResponse.JoinGroupResponseMember,
-) -> None:
-    x: Any
-    try:
-        x = o.member_id
-        if x is None:
-            raise EncodeError("field member_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.group_instance_id
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.metadata
-        if x is None:
-            raise EncodeError("field metadata is None but not nullable at this version")
-        _wire.write_compact_bytes(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write JoinGroupResponseMember: {exc}") from None
-
-
 _C_Request__JoinGroupRequestProtocol = JoinGroupRequest.JoinGroupRequestProtocol
 
 JoinGroupRequest._FIELDS = (
@@ -1902,18 +1072,7 @@ _C_Request__JoinGroupRequestProtocol._FIELDS = (
     FieldInfo('name', 'string', None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
     FieldInfo('metadata', 'bytes', None, False, VersionRange(0, 9), _NONE, _NONE, None, False),
 )
-JoinGroupRequest._READERS = {
-    0: _r_JoinGroupRequest_0,
-    1: _r_JoinGroupRequest_1,
-    2: _r_JoinGroupRequest_1,
-    3: _r_JoinGroupRequest_1,
-    4: _r_JoinGroupRequest_1,
-    5: _r_JoinGroupRequest_2,
-    6: _r_JoinGroupRequest_3,
-    7: _r_JoinGroupRequest_3,
-    8: _r_JoinGroupRequest_4,
-    9: _r_JoinGroupRequest_4,
-}
+JoinGroupRequest._READERS = codec_path.broker_side(JoinGroupRequest, '_READERS')
 JoinGroupRequest._WRITERS = {
     0: _w_JoinGroupRequest_0,
     1: _w_JoinGroupRequest_1,
@@ -2096,18 +1255,7 @@ JoinGroupResponse._READERS = {
     8: _r_JoinGroupResponse_4,
     9: _r_JoinGroupResponse_5,
 }
-JoinGroupResponse._WRITERS = {
-    0: _w_JoinGroupResponse_0,
-    1: _w_JoinGroupResponse_0,
-    2: _w_JoinGroupResponse_1,
-    3: _w_JoinGroupResponse_1,
-    4: _w_JoinGroupResponse_1,
-    5: _w_JoinGroupResponse_2,
-    6: _w_JoinGroupResponse_3,
-    7: _w_JoinGroupResponse_4,
-    8: _w_JoinGroupResponse_4,
-    9: _w_JoinGroupResponse_5,
-}
+JoinGroupResponse._WRITERS = codec_path.broker_side(JoinGroupResponse, '_WRITERS')
 _N_JoinGroupResponse__JoinGroupResponseMember_0 = (
     _C_Response__JoinGroupResponseMember,
     False,

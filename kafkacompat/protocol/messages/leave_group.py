@@ -98,41 +98,6 @@ class LeaveGroupResponse(KafkaMessage):
 LeaveGroupRequest.RESPONSE_CLASS = LeaveGroupResponse
 
 
-def _r_LeaveGroupRequest_0(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
-    try:
-        buflen = len(buf)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_string(buf, pos)
-            if s1_group_id is None:
-                raise _wire.null_error("group_id", pos)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_member_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_member_id, pos = _wire.read_string(buf, pos)
-            if s1_member_id is None:
-                raise _wire.null_error("member_id", pos)
-        o1 = _new(LeaveGroupRequest)
-        o1.group_id = s1_group_id
-        o1.member_id = s1_member_id
-        o1.members = []
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaveGroupRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_LeaveGroupRequest_0(out: bytearray, o: LeaveGroupRequest) -> None:
     x: Any
     try:
@@ -148,65 +113,6 @@ def _w_LeaveGroupRequest_0(out: bytearray, o: LeaveGroupRequest) -> None:
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write LeaveGroupRequest: {exc}") from None
-
-
-def _r_LeaveGroupRequest_1(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
-    s1_members: list[Any]
-    s3_group_instance_id: str | None
-    try:
-        buflen = len(buf)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_string(buf, pos)
-            if s1_group_id is None:
-                raise _wire.null_error("group_id", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("members", pos)
-        else:
-            s1_members = []
-            add2 = s1_members.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_member_id = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_member_id, pos = _wire.read_string(buf, pos)
-                    if s3_member_id is None:
-                        raise _wire.null_error("member_id", pos)
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_group_instance_id = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_group_instance_id, pos = _wire.read_string(buf, pos)
-                o3 = _new(_C_Request__MemberIdentity)
-                o3.member_id = s3_member_id
-                o3.group_instance_id = s3_group_instance_id
-                o3.reason = None
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(LeaveGroupRequest)
-        o1.group_id = s1_group_id
-        o1.member_id = ""
-        o1.members = s1_members
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaveGroupRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_LeaveGroupRequest_1(out: bytearray, o: LeaveGroupRequest) -> None:
@@ -228,94 +134,6 @@ def _w_LeaveGroupRequest_1(out: bytearray, o: LeaveGroupRequest) -> None:
                 _w_LeaveGroupRequest__MemberIdentity_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write LeaveGroupRequest: {exc}") from None
-
-
-def _r_LeaveGroupRequest_2(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
-    s1_members: list[Any]
-    s3_group_instance_id: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("members", pos)
-        else:
-            s1_members = []
-            add2 = s1_members.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_member_id = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_instance_id = buf[pos + 1 : stop].decode()
-                    pos = stop
-                elif size == 0:
-                    s3_group_instance_id = None
-                    pos += 1
-                else:
-                    s3_group_instance_id, pos = _wire.read_compact_string(buf, pos)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__MemberIdentity)
-                o3.member_id = s3_member_id
-                o3.group_instance_id = s3_group_instance_id
-                o3.reason = None
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(LeaveGroupRequest)
-        o1.group_id = s1_group_id
-        o1.member_id = ""
-        o1.members = s1_members
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaveGroupRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_LeaveGroupRequest_2(out: bytearray, o: LeaveGroupRequest) -> None:
@@ -349,107 +167,6 @@ def _w_LeaveGroupRequest_2(out: bytearray, o: LeaveGroupRequest) -> None:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write LeaveGroupRequest: {exc}") from None
-
-
-def _r_LeaveGroupRequest_3(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
-    s1_members: list[Any]
-    s3_group_instance_id: str | None
-    s3_reason: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("members", pos)
-        else:
-            s1_members = []
-            add2 = s1_members.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_member_id = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_instance_id = buf[pos + 1 : stop].decode()
-                    pos = stop
-                elif size == 0:
-                    s3_group_instance_id = None
-                    pos += 1
-                else:
-                    s3_group_instance_id, pos = _wire.read_compact_string(buf, pos)
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_reason = buf[pos + 1 : stop].decode()
-                    pos = stop
-                elif size == 0:
-                    s3_reason = None
-                    pos += 1
-                else:
-                    s3_reason, pos = _wire.read_compact_string(buf, pos)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__MemberIdentity)
-                o3.member_id = s3_member_id
-                o3.group_instance_id = s3_group_instance_id
-                o3.reason = s3_reason
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(LeaveGroupRequest)
-        o1.group_id = s1_group_id
-        o1.member_id = ""
-        o1.members = s1_members
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaveGroupRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_LeaveGroupRequest_3(out: bytearray, o: LeaveGroupRequest) -> None:
@@ -573,15 +290,6 @@ def _r_LeaveGroupResponse_0(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int
     return o1, pos
 
 
-def _w_LeaveGroupResponse_0(out: bytearray, o: LeaveGroupResponse) -> None:
-    try:
-        if o.members:
-            raise EncodeError("field members has a non-default value but does not exist at this version")
-        out += _F_h.pack(o.error_code)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write LeaveGroupResponse: {exc}") from None
-
-
 def _r_LeaveGroupResponse_1(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
     try:
         (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
@@ -594,15 +302,6 @@ def _r_LeaveGroupResponse_1(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaveGroupResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_LeaveGroupResponse_1(out: bytearray, o: LeaveGroupResponse) -> None:
-    try:
-        if o.members:
-            raise EncodeError("field members has a non-default value but does not exist at this version")
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write LeaveGroupResponse: {exc}") from None
 
 
 def _r_LeaveGroupResponse_2(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
@@ -655,22 +354,6 @@ def _r_LeaveGroupResponse_2(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaveGroupResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_LeaveGroupResponse_2(out: bytearray, o: LeaveGroupResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.members
-        if x is None:
-            raise EncodeError("field members is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_LeaveGroupResponse__MemberResponse_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write LeaveGroupResponse: {exc}") from None
 
 
 def _r_LeaveGroupResponse_3(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
@@ -755,71 +438,6 @@ def _r_LeaveGroupResponse_3(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int
     return o1, pos
 
 
-def _w_LeaveGroupResponse_3(out: bytearray, o: LeaveGroupResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.members
-        if x is None:
-            raise EncodeError("field members is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_LeaveGroupResponse__MemberResponse_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write LeaveGroupResponse: {exc}") from None
-
-
-def _w_LeaveGroupResponse__MemberResponse_0(out: bytearray, o: LeaveGroupResponse.MemberResponse) -> None:
-    x: Any
-    try:
-        x = o.member_id
-        if x is None:
-            raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.group_instance_id
-        _wire.write_string(out, x)
-        out += _F_h.pack(o.error_code)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MemberResponse: {exc}") from None
-
-
-def _w_LeaveGroupResponse__MemberResponse_1(out: bytearray, o: LeaveGroupResponse.MemberResponse) -> None:
-    x: Any
-    try:
-        x = o.member_id
-        if x is None:
-            raise EncodeError("field member_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.group_instance_id
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_h.pack(o.error_code)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MemberResponse: {exc}") from None
-
-
 _C_Request__MemberIdentity = LeaveGroupRequest.MemberIdentity
 
 LeaveGroupRequest._FIELDS = (
@@ -852,14 +470,7 @@ _C_Request__MemberIdentity._FIELDS = (
     ),
     FieldInfo('reason', 'string', None, False, VersionRange(5, 5), VersionRange(5, 32767), _NONE, None, True),
 )
-LeaveGroupRequest._READERS = {
-    0: _r_LeaveGroupRequest_0,
-    1: _r_LeaveGroupRequest_0,
-    2: _r_LeaveGroupRequest_0,
-    3: _r_LeaveGroupRequest_1,
-    4: _r_LeaveGroupRequest_2,
-    5: _r_LeaveGroupRequest_3,
-}
+LeaveGroupRequest._READERS = codec_path.broker_side(LeaveGroupRequest, '_READERS')
 LeaveGroupRequest._WRITERS = {
     0: _w_LeaveGroupRequest_0,
     1: _w_LeaveGroupRequest_0,
@@ -966,14 +577,7 @@ LeaveGroupResponse._READERS = {
     4: _r_LeaveGroupResponse_3,
     5: _r_LeaveGroupResponse_3,
 }
-LeaveGroupResponse._WRITERS = {
-    0: _w_LeaveGroupResponse_0,
-    1: _w_LeaveGroupResponse_1,
-    2: _w_LeaveGroupResponse_1,
-    3: _w_LeaveGroupResponse_2,
-    4: _w_LeaveGroupResponse_3,
-    5: _w_LeaveGroupResponse_3,
-}
+LeaveGroupResponse._WRITERS = codec_path.broker_side(LeaveGroupResponse, '_WRITERS')
 _N_LeaveGroupResponse__MemberResponse_0 = (
     _C_Response__MemberResponse,
     False,

@@ -18,12 +18,9 @@ __all__ = [
 
 _new = object.__new__
 _NONE = VersionRange.NONE
-_F_b = struct.Struct(">b")
 _F_bB = struct.Struct(">bB")
 _F_ih = struct.Struct(">ih")
 _NO_TAGS = _wire.EMPTY_TAGS
-_A_b = _wire.SHORT_ARRAYS["b"]
-_K_b = _wire.COUNTED_ARRAYS["b"]
 _PC_b = _wire.COMPACT_PREFIXED["b"]
 
 
@@ -78,29 +75,6 @@ ListClientMetricsResourcesRequest = ListConfigResourcesRequest  # Kafka's older 
 ListClientMetricsResourcesResponse = ListConfigResourcesResponse  # Kafka's older name of this message
 
 
-def _r_ListConfigResourcesRequest_0(buf: Any, pos: int) -> tuple[ListConfigResourcesRequest, int]:
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(ListConfigResourcesRequest)
-        o1.resource_types = []
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListConfigResourcesRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_ListConfigResourcesRequest_0(out: bytearray, o: ListConfigResourcesRequest) -> None:
     try:
         if o.resource_types:
@@ -113,53 +87,6 @@ def _w_ListConfigResourcesRequest_0(out: bytearray, o: ListConfigResourcesReques
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write ListConfigResourcesRequest: {exc}") from None
-
-
-def _r_ListConfigResourcesRequest_1(buf: Any, pos: int) -> tuple[ListConfigResourcesRequest, int]:
-    s1_resource_types: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        c = buf[pos]
-        if c == 1:  # empty (offline replicas, mostly): no unpack
-            s1_resource_types = []
-            pos += 1
-        elif 0 < c <= 32:
-            s1_resource_types = [*_K_b[c].unpack_from(buf, pos)]
-            pos += c
-        else:
-            n = buf[pos] - 1
-            if n < 0x7F:
-                pos += 1
-            else:
-                n, pos = _wire.read_compact_array_count(buf, pos)
-            if n < 0:
-                raise _wire.null_error("resource_types", pos)
-            else:
-                stop = pos + 1 * n
-                if n < 32 and stop <= buflen:
-                    s1_resource_types = [*_A_b[n].unpack_from(buf, pos)]
-                    pos = stop
-                else:
-                    s1_resource_types, pos = _wire.read_int_array(buf, pos, n, "b", 1)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(ListConfigResourcesRequest)
-        o1.resource_types = s1_resource_types
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListConfigResourcesRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_ListConfigResourcesRequest_1(out: bytearray, o: ListConfigResourcesRequest) -> None:
@@ -252,29 +179,6 @@ def _r_ListConfigResourcesResponse_0(buf: Any, pos: int) -> tuple[ListConfigReso
     return o1, pos
 
 
-def _w_ListConfigResourcesResponse_0(out: bytearray, o: ListConfigResourcesResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.config_resources
-        if x is None:
-            raise EncodeError("field config_resources is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_ListConfigResourcesResponse__ConfigResource_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListConfigResourcesResponse: {exc}") from None
-
-
 def _r_ListConfigResourcesResponse_1(buf: Any, pos: int) -> tuple[ListConfigResourcesResponse, int]:
     s1_config_resources: list[Any]
     u1: tuple[tuple[int, bytes], ...]
@@ -343,81 +247,11 @@ def _r_ListConfigResourcesResponse_1(buf: Any, pos: int) -> tuple[ListConfigReso
     return o1, pos
 
 
-def _w_ListConfigResourcesResponse_1(out: bytearray, o: ListConfigResourcesResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.config_resources
-        if x is None:
-            raise EncodeError("field config_resources is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_ListConfigResourcesResponse__ConfigResource_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListConfigResourcesResponse: {exc}") from None
-
-
-def _w_ListConfigResourcesResponse__ConfigResource_0(
-    out: bytearray,
-    o: ListConfigResourcesResponse.ConfigResource,
-) -> None:
-    x: Any
-    try:
-        x = o.resource_name
-        if x is None:
-            raise EncodeError("field resource_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ConfigResource: {exc}") from None
-
-
-def _w_ListConfigResourcesResponse__ConfigResource_1(
-    out: bytearray,
-    o: ListConfigResourcesResponse.ConfigResource,
-) -> None:
-    x: Any
-    try:
-        x = o.resource_name
-        if x is None:
-            raise EncodeError("field resource_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_b.pack(o.resource_type)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ConfigResource: {exc}") from None
-
-
 
 ListConfigResourcesRequest._FIELDS = (
     FieldInfo('resource_types', 'int8', None, True, VersionRange(1, 1), _NONE, _NONE, None, False),
 )
-ListConfigResourcesRequest._READERS = {0: _r_ListConfigResourcesRequest_0, 1: _r_ListConfigResourcesRequest_1}
+ListConfigResourcesRequest._READERS = codec_path.broker_side(ListConfigResourcesRequest, '_READERS')
 ListConfigResourcesRequest._WRITERS = {0: _w_ListConfigResourcesRequest_0, 1: _w_ListConfigResourcesRequest_1}
 _N_ListConfigResourcesRequest_0 = (ListConfigResourcesRequest, True, (), (), (('resource_types', 1, None),))
 _N_ListConfigResourcesRequest_1 = (ListConfigResourcesRequest, True, (('resource_types', 97, None),), (), ())
@@ -448,10 +282,7 @@ ListConfigResourcesResponse._READERS = {
     0: _r_ListConfigResourcesResponse_0,
     1: _r_ListConfigResourcesResponse_1,
 }
-ListConfigResourcesResponse._WRITERS = {
-    0: _w_ListConfigResourcesResponse_0,
-    1: _w_ListConfigResourcesResponse_1,
-}
+ListConfigResourcesResponse._WRITERS = codec_path.broker_side(ListConfigResourcesResponse, '_WRITERS')
 _N_ListConfigResourcesResponse__ConfigResource_0 = (
     _C_Response__ConfigResource,
     True,

@@ -81,17 +81,6 @@ class ListGroupsResponse(KafkaMessage):
 ListGroupsRequest.RESPONSE_CLASS = ListGroupsResponse
 
 
-def _r_ListGroupsRequest_0(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
-    try:
-        o1 = _new(ListGroupsRequest)
-        o1.states_filter = []
-        o1.types_filter = []
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListGroupsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_ListGroupsRequest_0(out: bytearray, o: ListGroupsRequest) -> None:
     try:
         if o.states_filter:
@@ -102,30 +91,6 @@ def _w_ListGroupsRequest_0(out: bytearray, o: ListGroupsRequest) -> None:
             raise EncodeError("field types_filter has a non-default value but does not exist at this version")
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write ListGroupsRequest: {exc}") from None
-
-
-def _r_ListGroupsRequest_1(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(ListGroupsRequest)
-        o1.states_filter = []
-        o1.types_filter = []
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListGroupsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_ListGroupsRequest_1(out: bytearray, o: ListGroupsRequest) -> None:
@@ -142,54 +107,6 @@ def _w_ListGroupsRequest_1(out: bytearray, o: ListGroupsRequest) -> None:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write ListGroupsRequest: {exc}") from None
-
-
-def _r_ListGroupsRequest_2(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
-    item: Any
-    s1_states_filter: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("states_filter", pos)
-        else:
-            s1_states_filter = []
-            add2 = s1_states_filter.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    item, pos = _wire.read_compact_text(buf, pos, "states_filter[]")
-                add2(item)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(ListGroupsRequest)
-        o1.states_filter = s1_states_filter
-        o1.types_filter = []
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListGroupsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_ListGroupsRequest_2(out: bytearray, o: ListGroupsRequest) -> None:
@@ -221,76 +138,6 @@ def _w_ListGroupsRequest_2(out: bytearray, o: ListGroupsRequest) -> None:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write ListGroupsRequest: {exc}") from None
-
-
-def _r_ListGroupsRequest_3(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
-    item: Any
-    s1_states_filter: list[Any]
-    s1_types_filter: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("states_filter", pos)
-        else:
-            s1_states_filter = []
-            add2 = s1_states_filter.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    item, pos = _wire.read_compact_text(buf, pos, "states_filter[]")
-                add2(item)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("types_filter", pos)
-        else:
-            s1_types_filter = []
-            add3 = s1_types_filter.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    item, pos = _wire.read_compact_text(buf, pos, "types_filter[]")
-                add3(item)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(ListGroupsRequest)
-        o1.states_filter = s1_states_filter
-        o1.types_filter = s1_types_filter
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListGroupsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_ListGroupsRequest_3(out: bytearray, o: ListGroupsRequest) -> None:
@@ -391,22 +238,6 @@ def _r_ListGroupsResponse_0(buf: Any, pos: int) -> tuple[ListGroupsResponse, int
     return o1, pos
 
 
-def _w_ListGroupsResponse_0(out: bytearray, o: ListGroupsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.groups
-        if x is None:
-            raise EncodeError("field groups is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_ListGroupsResponse__ListedGroup_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListGroupsResponse: {exc}") from None
-
-
 def _r_ListGroupsResponse_1(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
     s1_groups: list[Any]
     try:
@@ -457,22 +288,6 @@ def _r_ListGroupsResponse_1(buf: Any, pos: int) -> tuple[ListGroupsResponse, int
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListGroupsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_ListGroupsResponse_1(out: bytearray, o: ListGroupsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.groups
-        if x is None:
-            raise EncodeError("field groups is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_ListGroupsResponse__ListedGroup_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListGroupsResponse: {exc}") from None
 
 
 def _r_ListGroupsResponse_2(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
@@ -551,29 +366,6 @@ def _r_ListGroupsResponse_2(buf: Any, pos: int) -> tuple[ListGroupsResponse, int
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListGroupsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_ListGroupsResponse_2(out: bytearray, o: ListGroupsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.groups
-        if x is None:
-            raise EncodeError("field groups is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_ListGroupsResponse__ListedGroup_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListGroupsResponse: {exc}") from None
 
 
 def _r_ListGroupsResponse_3(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
@@ -661,29 +453,6 @@ def _r_ListGroupsResponse_3(buf: Any, pos: int) -> tuple[ListGroupsResponse, int
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListGroupsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_ListGroupsResponse_3(out: bytearray, o: ListGroupsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.groups
-        if x is None:
-            raise EncodeError("field groups is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_ListGroupsResponse__ListedGroup_2(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListGroupsResponse: {exc}") from None
 
 
 def _r_ListGroupsResponse_4(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
@@ -782,171 +551,12 @@ def _r_ListGroupsResponse_4(buf: Any, pos: int) -> tuple[ListGroupsResponse, int
     return o1, pos
 
 
-def _w_ListGroupsResponse_4(out: bytearray, o: ListGroupsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.groups
-        if x is None:
-            raise EncodeError("field groups is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_ListGroupsResponse__ListedGroup_3(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListGroupsResponse: {exc}") from None
-
-
-def _w_ListGroupsResponse__ListedGroup_0(out: bytearray, o: ListGroupsResponse.ListedGroup) -> None:
-    x: Any
-    try:
-        x = o.group_id
-        if x is None:
-            raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.protocol_type
-        if x is None:
-            raise EncodeError("field protocol_type is None but not nullable at this version")
-        _wire.write_string(out, x)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListedGroup: {exc}") from None
-
-
-def _w_ListGroupsResponse__ListedGroup_1(out: bytearray, o: ListGroupsResponse.ListedGroup) -> None:
-    x: Any
-    try:
-        x = o.group_id
-        if x is None:
-            raise EncodeError("field group_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.protocol_type
-        if x is None:
-            raise EncodeError("field protocol_type is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListedGroup: {exc}") from None
-
-
-def _w_ListGroupsResponse__ListedGroup_2(out: bytearray, o: ListGroupsResponse.ListedGroup) -> None:
-    x: Any
-    try:
-        x = o.group_id
-        if x is None:
-            raise EncodeError("field group_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.protocol_type
-        if x is None:
-            raise EncodeError("field protocol_type is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.group_state
-        if x is None:
-            raise EncodeError("field group_state is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListedGroup: {exc}") from None
-
-
-def _w_ListGroupsResponse__ListedGroup_3(out: bytearray, o: ListGroupsResponse.ListedGroup) -> None:
-    x: Any
-    try:
-        x = o.group_id
-        if x is None:
-            raise EncodeError("field group_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.protocol_type
-        if x is None:
-            raise EncodeError("field protocol_type is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.group_state
-        if x is None:
-            raise EncodeError("field group_state is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.group_type
-        if x is None:
-            raise EncodeError("field group_type is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListedGroup: {exc}") from None
-
-
 
 ListGroupsRequest._FIELDS = (
     FieldInfo('states_filter', 'string', None, True, VersionRange(4, 5), _NONE, _NONE, None, False),
     FieldInfo('types_filter', 'string', None, True, VersionRange(5, 5), _NONE, _NONE, None, False),
 )
-ListGroupsRequest._READERS = {
-    0: _r_ListGroupsRequest_0,
-    1: _r_ListGroupsRequest_0,
-    2: _r_ListGroupsRequest_0,
-    3: _r_ListGroupsRequest_1,
-    4: _r_ListGroupsRequest_2,
-    5: _r_ListGroupsRequest_3,
-}
+ListGroupsRequest._READERS = codec_path.broker_side(ListGroupsRequest, '_READERS')
 ListGroupsRequest._WRITERS = {
     0: _w_ListGroupsRequest_0,
     1: _w_ListGroupsRequest_0,
@@ -1023,14 +633,7 @@ ListGroupsResponse._READERS = {
     4: _r_ListGroupsResponse_3,
     5: _r_ListGroupsResponse_4,
 }
-ListGroupsResponse._WRITERS = {
-    0: _w_ListGroupsResponse_0,
-    1: _w_ListGroupsResponse_1,
-    2: _w_ListGroupsResponse_1,
-    3: _w_ListGroupsResponse_2,
-    4: _w_ListGroupsResponse_3,
-    5: _w_ListGroupsResponse_4,
-}
+ListGroupsResponse._WRITERS = codec_path.broker_side(ListGroupsResponse, '_WRITERS')
 _N_ListGroupsResponse__ListedGroup_0 = (
     _C_Response__ListedGroup,
     False,

@@ -14,19 +14,16 @@ __all__ = ['ListOffsetsRequest', 'ListOffsetsResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
-_F_iB = struct.Struct(">iB")
 _F_ib = struct.Struct(">ib")
 _F_ih = struct.Struct(">ih")
 _F_ihqq = struct.Struct(">ihqq")
 _F_ihqqi = struct.Struct(">ihqqi")
 _F_ihqqiB = struct.Struct(">ihqqiB")
 _F_iiq = struct.Struct(">iiq")
-_F_iiqB = struct.Struct(">iiqB")
 _F_iq = struct.Struct(">iq")
 _F_iqi = struct.Struct(">iqi")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_q = _wire.SHORT_ARRAYS["q"]
-_PI_q = _wire.CLASSIC_PREFIXED["q"]
 
 
 class ListOffsetsRequest(KafkaRequest['ListOffsetsResponse']):
@@ -158,87 +155,6 @@ class ListOffsetsResponse(KafkaMessage):
 ListOffsetsRequest.RESPONSE_CLASS = ListOffsetsResponse
 
 
-def _r_ListOffsetsRequest_0(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    try:
-        buflen = len(buf)
-        (s1_replica_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_string(buf, pos)
-                    if s3_name is None:
-                        raise _wire.null_error("name", pos)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop5 = pos + 16 * n
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_timestamp,
-                            s5_max_num_offsets,
-                        ) in _F_iqi.iter_unpack(buf[pos:stop5]):
-                            o5 = _new(_C_Request__ListOffsetsPartition)
-                            o5.partition_index = s5_partition_index
-                            o5.timestamp = s5_timestamp
-                            o5.max_num_offsets = s5_max_num_offsets
-                            o5.current_leader_epoch = -1
-                            o5._unknown_tags = _NO_TAGS
-                            add4(o5)
-                        else:
-                            pos = stop5
-                            stop5 = -1
-                    if stop5 >= 0:  # some element carries tags, or the data is short
-                        s3_partitions = []
-                        add4 = s3_partitions.append
-                        for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_timestamp,
-                                s6_max_num_offsets,
-                            ) = _F_iqi.unpack_from(buf, pos)
-                            pos += 16
-                            o6 = _new(_C_Request__ListOffsetsPartition)
-                            o6.partition_index = s6_partition_index
-                            o6.current_leader_epoch = -1
-                            o6.timestamp = s6_timestamp
-                            o6.max_num_offsets = s6_max_num_offsets
-                            o6._unknown_tags = _NO_TAGS
-                            add4(o6)
-                o3 = _new(_C_Request__ListOffsetsTopic)
-                o3.name = s3_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(ListOffsetsRequest)
-        o1.replica_id = s1_replica_id
-        o1.isolation_level = 0
-        o1.topics = s1_topics
-        o1.timeout_ms = 0
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_ListOffsetsRequest_0(out: bytearray, o: ListOffsetsRequest) -> None:
     x: Any
     item: Any
@@ -257,79 +173,6 @@ def _w_ListOffsetsRequest_0(out: bytearray, o: ListOffsetsRequest) -> None:
                 _w_ListOffsetsRequest__ListOffsetsTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write ListOffsetsRequest: {exc}") from None
-
-
-def _r_ListOffsetsRequest_1(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    try:
-        buflen = len(buf)
-        (s1_replica_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_string(buf, pos)
-                    if s3_name is None:
-                        raise _wire.null_error("name", pos)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop5 = pos + 12 * n
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    if stop5 <= buflen:
-                        for (s5_partition_index, s5_timestamp,) in _F_iq.iter_unpack(buf[pos:stop5]):
-                            o5 = _new(_C_Request__ListOffsetsPartition)
-                            o5.partition_index = s5_partition_index
-                            o5.timestamp = s5_timestamp
-                            o5.current_leader_epoch = -1
-                            o5.max_num_offsets = 1
-                            o5._unknown_tags = _NO_TAGS
-                            add4(o5)
-                        else:
-                            pos = stop5
-                            stop5 = -1
-                    if stop5 >= 0:  # some element carries tags, or the data is short
-                        s3_partitions = []
-                        add4 = s3_partitions.append
-                        for _ in range(n):
-                            (s6_partition_index, s6_timestamp,) = _F_iq.unpack_from(buf, pos)
-                            pos += 12
-                            o6 = _new(_C_Request__ListOffsetsPartition)
-                            o6.partition_index = s6_partition_index
-                            o6.current_leader_epoch = -1
-                            o6.timestamp = s6_timestamp
-                            o6.max_num_offsets = 1
-                            o6._unknown_tags = _NO_TAGS
-                            add4(o6)
-                o3 = _new(_C_Request__ListOffsetsTopic)
-                o3.name = s3_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(ListOffsetsRequest)
-        o1.replica_id = s1_replica_id
-        o1.isolation_level = 0
-        o1.topics = s1_topics
-        o1.timeout_ms = 0
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_ListOffsetsRequest_1(out: bytearray, o: ListOffsetsRequest) -> None:
@@ -352,79 +195,6 @@ def _w_ListOffsetsRequest_1(out: bytearray, o: ListOffsetsRequest) -> None:
         raise EncodeError(f"cannot write ListOffsetsRequest: {exc}") from None
 
 
-def _r_ListOffsetsRequest_2(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    try:
-        buflen = len(buf)
-        (s1_replica_id, s1_isolation_level,) = _F_ib.unpack_from(buf, pos)
-        pos += 5
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_string(buf, pos)
-                    if s3_name is None:
-                        raise _wire.null_error("name", pos)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop5 = pos + 12 * n
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    if stop5 <= buflen:
-                        for (s5_partition_index, s5_timestamp,) in _F_iq.iter_unpack(buf[pos:stop5]):
-                            o5 = _new(_C_Request__ListOffsetsPartition)
-                            o5.partition_index = s5_partition_index
-                            o5.timestamp = s5_timestamp
-                            o5.current_leader_epoch = -1
-                            o5.max_num_offsets = 1
-                            o5._unknown_tags = _NO_TAGS
-                            add4(o5)
-                        else:
-                            pos = stop5
-                            stop5 = -1
-                    if stop5 >= 0:  # some element carries tags, or the data is short
-                        s3_partitions = []
-                        add4 = s3_partitions.append
-                        for _ in range(n):
-                            (s6_partition_index, s6_timestamp,) = _F_iq.unpack_from(buf, pos)
-                            pos += 12
-                            o6 = _new(_C_Request__ListOffsetsPartition)
-                            o6.partition_index = s6_partition_index
-                            o6.current_leader_epoch = -1
-                            o6.timestamp = s6_timestamp
-                            o6.max_num_offsets = 1
-                            o6._unknown_tags = _NO_TAGS
-                            add4(o6)
-                o3 = _new(_C_Request__ListOffsetsTopic)
-                o3.name = s3_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(ListOffsetsRequest)
-        o1.replica_id = s1_replica_id
-        o1.isolation_level = s1_isolation_level
-        o1.topics = s1_topics
-        o1.timeout_ms = 0
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_ListOffsetsRequest_2(out: bytearray, o: ListOffsetsRequest) -> None:
     x: Any
     item: Any
@@ -441,87 +211,6 @@ def _w_ListOffsetsRequest_2(out: bytearray, o: ListOffsetsRequest) -> None:
         raise EncodeError(f"cannot write ListOffsetsRequest: {exc}") from None
 
 
-def _r_ListOffsetsRequest_3(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    try:
-        buflen = len(buf)
-        (s1_replica_id, s1_isolation_level,) = _F_ib.unpack_from(buf, pos)
-        pos += 5
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_string(buf, pos)
-                    if s3_name is None:
-                        raise _wire.null_error("name", pos)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop5 = pos + 16 * n
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_current_leader_epoch,
-                            s5_timestamp,
-                        ) in _F_iiq.iter_unpack(buf[pos:stop5]):
-                            o5 = _new(_C_Request__ListOffsetsPartition)
-                            o5.partition_index = s5_partition_index
-                            o5.current_leader_epoch = s5_current_leader_epoch
-                            o5.timestamp = s5_timestamp
-                            o5.max_num_offsets = 1
-                            o5._unknown_tags = _NO_TAGS
-                            add4(o5)
-                        else:
-                            pos = stop5
-                            stop5 = -1
-                    if stop5 >= 0:  # some element carries tags, or the data is short
-                        s3_partitions = []
-                        add4 = s3_partitions.append
-                        for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_current_leader_epoch,
-                                s6_timestamp,
-                            ) = _F_iiq.unpack_from(buf, pos)
-                            pos += 16
-                            o6 = _new(_C_Request__ListOffsetsPartition)
-                            o6.partition_index = s6_partition_index
-                            o6.current_leader_epoch = s6_current_leader_epoch
-                            o6.timestamp = s6_timestamp
-                            o6.max_num_offsets = 1
-                            o6._unknown_tags = _NO_TAGS
-                            add4(o6)
-                o3 = _new(_C_Request__ListOffsetsTopic)
-                o3.name = s3_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(ListOffsetsRequest)
-        o1.replica_id = s1_replica_id
-        o1.isolation_level = s1_isolation_level
-        o1.topics = s1_topics
-        o1.timeout_ms = 0
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_ListOffsetsRequest_3(out: bytearray, o: ListOffsetsRequest) -> None:
     x: Any
     item: Any
@@ -536,135 +225,6 @@ def _w_ListOffsetsRequest_3(out: bytearray, o: ListOffsetsRequest) -> None:
                 _w_ListOffsetsRequest__ListOffsetsTopic_2(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write ListOffsetsRequest: {exc}") from None
-
-
-def _r_ListOffsetsRequest_4(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u6: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        (s1_replica_id, s1_isolation_level,) = _F_ib.unpack_from(buf, pos)
-        pos += 5
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop5 = pos + 17 * n
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_current_leader_epoch,
-                            s5_timestamp,
-                            t5,
-                        ) in _F_iiqB.iter_unpack(buf[pos:stop5]):
-                            if t5:
-                                break
-                            o5 = _new(_C_Request__ListOffsetsPartition)
-                            o5.partition_index = s5_partition_index
-                            o5.current_leader_epoch = s5_current_leader_epoch
-                            o5.timestamp = s5_timestamp
-                            o5.max_num_offsets = 1
-                            o5._unknown_tags = _NO_TAGS
-                            add4(o5)
-                        else:
-                            pos = stop5
-                            stop5 = -1
-                    if stop5 >= 0:  # some element carries tags, or the data is short
-                        s3_partitions = []
-                        add4 = s3_partitions.append
-                        for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_current_leader_epoch,
-                                s6_timestamp,
-                                t6,
-                            ) = _F_iiqB.unpack_from(buf, pos)
-                            pos += 17
-                            u6 = _NO_TAGS
-                            if t6:
-                                pos -= 1
-                                count6, pos = _wire.read_tag_count(buf, pos)
-                                seen6: list[tuple[int, bytes]] = []
-                                for _ in range(count6):
-                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    seen6.append((tag6, bytes(buf[pos:end6])))
-                                    pos = end6
-                                if seen6:
-                                    u6 = tuple(seen6)
-                            o6 = _new(_C_Request__ListOffsetsPartition)
-                            o6.partition_index = s6_partition_index
-                            o6.current_leader_epoch = s6_current_leader_epoch
-                            o6.timestamp = s6_timestamp
-                            o6.max_num_offsets = 1
-                            o6._unknown_tags = u6
-                            add4(o6)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__ListOffsetsTopic)
-                o3.name = s3_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(ListOffsetsRequest)
-        o1.replica_id = s1_replica_id
-        o1.isolation_level = s1_isolation_level
-        o1.topics = s1_topics
-        o1.timeout_ms = 0
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_ListOffsetsRequest_4(out: bytearray, o: ListOffsetsRequest) -> None:
@@ -688,136 +248,6 @@ def _w_ListOffsetsRequest_4(out: bytearray, o: ListOffsetsRequest) -> None:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write ListOffsetsRequest: {exc}") from None
-
-
-def _r_ListOffsetsRequest_5(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u6: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        (s1_replica_id, s1_isolation_level,) = _F_ib.unpack_from(buf, pos)
-        pos += 5
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop5 = pos + 17 * n
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_current_leader_epoch,
-                            s5_timestamp,
-                            t5,
-                        ) in _F_iiqB.iter_unpack(buf[pos:stop5]):
-                            if t5:
-                                break
-                            o5 = _new(_C_Request__ListOffsetsPartition)
-                            o5.partition_index = s5_partition_index
-                            o5.current_leader_epoch = s5_current_leader_epoch
-                            o5.timestamp = s5_timestamp
-                            o5.max_num_offsets = 1
-                            o5._unknown_tags = _NO_TAGS
-                            add4(o5)
-                        else:
-                            pos = stop5
-                            stop5 = -1
-                    if stop5 >= 0:  # some element carries tags, or the data is short
-                        s3_partitions = []
-                        add4 = s3_partitions.append
-                        for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_current_leader_epoch,
-                                s6_timestamp,
-                                t6,
-                            ) = _F_iiqB.unpack_from(buf, pos)
-                            pos += 17
-                            u6 = _NO_TAGS
-                            if t6:
-                                pos -= 1
-                                count6, pos = _wire.read_tag_count(buf, pos)
-                                seen6: list[tuple[int, bytes]] = []
-                                for _ in range(count6):
-                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    seen6.append((tag6, bytes(buf[pos:end6])))
-                                    pos = end6
-                                if seen6:
-                                    u6 = tuple(seen6)
-                            o6 = _new(_C_Request__ListOffsetsPartition)
-                            o6.partition_index = s6_partition_index
-                            o6.current_leader_epoch = s6_current_leader_epoch
-                            o6.timestamp = s6_timestamp
-                            o6.max_num_offsets = 1
-                            o6._unknown_tags = u6
-                            add4(o6)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__ListOffsetsTopic)
-                o3.name = s3_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
-        (s1_timeout_ms, t1,) = _F_iB.unpack_from(buf, pos)
-        pos += 5
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(ListOffsetsRequest)
-        o1.replica_id = s1_replica_id
-        o1.isolation_level = s1_isolation_level
-        o1.topics = s1_topics
-        o1.timeout_ms = s1_timeout_ms
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_ListOffsetsRequest_5(out: bytearray, o: ListOffsetsRequest) -> None:
@@ -1054,21 +484,6 @@ def _r_ListOffsetsResponse_0(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
     return o1, pos
 
 
-def _w_ListOffsetsResponse_0(out: bytearray, o: ListOffsetsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_ListOffsetsResponse__ListOffsetsTopicResponse_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListOffsetsResponse: {exc}") from None
-
-
 def _r_ListOffsetsResponse_1(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
     s1_topics: list[Any]
     s3_partitions: list[Any]
@@ -1150,21 +565,6 @@ def _r_ListOffsetsResponse_1(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListOffsetsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_ListOffsetsResponse_1(out: bytearray, o: ListOffsetsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_ListOffsetsResponse__ListOffsetsTopicResponse_1(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListOffsetsResponse: {exc}") from None
 
 
 def _r_ListOffsetsResponse_2(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
@@ -1252,22 +652,6 @@ def _r_ListOffsetsResponse_2(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
     return o1, pos
 
 
-def _w_ListOffsetsResponse_2(out: bytearray, o: ListOffsetsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_ListOffsetsResponse__ListOffsetsTopicResponse_1(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListOffsetsResponse: {exc}") from None
-
-
 def _r_ListOffsetsResponse_3(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
     s1_topics: list[Any]
     s3_partitions: list[Any]
@@ -1353,22 +737,6 @@ def _r_ListOffsetsResponse_3(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListOffsetsResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_ListOffsetsResponse_3(out: bytearray, o: ListOffsetsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_ListOffsetsResponse__ListOffsetsTopicResponse_2(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListOffsetsResponse: {exc}") from None
 
 
 def _r_ListOffsetsResponse_4(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
@@ -1506,206 +874,6 @@ def _r_ListOffsetsResponse_4(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
     return o1, pos
 
 
-def _w_ListOffsetsResponse_4(out: bytearray, o: ListOffsetsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_ListOffsetsResponse__ListOffsetsTopicResponse_3(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListOffsetsResponse: {exc}") from None
-
-
-def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_0(
-    out: bytearray,
-    o: ListOffsetsResponse.ListOffsetsPartitionResponse,
-) -> None:
-    x: Any
-    try:
-        if o.timestamp != -1:
-            raise EncodeError("field timestamp has a non-default value but does not exist at this version")
-        if o.offset != -1:
-            raise EncodeError("field offset has a non-default value but does not exist at this version")
-        if o.leader_epoch != -1:
-            raise EncodeError("field leader_epoch has a non-default value but does not exist at this version")
-        out += _F_ih.pack(o.partition_index, o.error_code)
-        x = o.old_style_offsets
-        if x is None:
-            raise EncodeError("field old_style_offsets is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out += b'\x00\x00\x00\x00'
-            elif n < 32:
-                out += _PI_q[n].pack(n, *x)
-            else:
-                out += _wire.INT32.pack(n)
-                _wire.write_int_array(out, x, "q")
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListOffsetsPartitionResponse: {exc}") from None
-
-
-def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_1(
-    out: bytearray,
-    o: ListOffsetsResponse.ListOffsetsPartitionResponse,
-) -> None:
-    try:
-        if o.old_style_offsets:
-            raise EncodeError(
-                "field old_style_offsets has a non-default value but does not exist at this version",
-            )
-        if o.leader_epoch != -1:
-            raise EncodeError("field leader_epoch has a non-default value but does not exist at this version")
-        out += _F_ihqq.pack(o.partition_index, o.error_code, o.timestamp, o.offset)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListOffsetsPartitionResponse: {exc}") from None
-
-
-def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_2(
-    out: bytearray,
-    o: ListOffsetsResponse.ListOffsetsPartitionResponse,
-) -> None:
-    try:
-        if o.old_style_offsets:
-            raise EncodeError(
-                "field old_style_offsets has a non-default value but does not exist at this version",
-            )
-        out += _F_ihqqi.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListOffsetsPartitionResponse: {exc}") from None
-
-
-def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_3(
-    out: bytearray,
-    o: ListOffsetsResponse.ListOffsetsPartitionResponse,
-) -> None:
-    try:
-        if o.old_style_offsets:
-            raise EncodeError(
-                "field old_style_offsets has a non-default value but does not exist at this version",
-            )
-        out += _F_ihqqi.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListOffsetsPartitionResponse: {exc}") from None
-
-
-def _w_ListOffsetsResponse__ListOffsetsTopicResponse_0(
-    out: bytearray,
-    o: ListOffsetsResponse.ListOffsetsTopicResponse,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_ListOffsetsResponse__ListOffsetsPartitionResponse_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListOffsetsTopicResponse: {exc}") from None
-
-
-def _w_ListOffsetsResponse__ListOffsetsTopicResponse_1(
-    out: bytearray,
-    o: ListOffsetsResponse.ListOffsetsTopicResponse,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_ListOffsetsResponse__ListOffsetsPartitionResponse_1(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListOffsetsTopicResponse: {exc}") from None
-
-
-def _w_ListOffsetsResponse__ListOffsetsTopicResponse_2(
-    out: bytearray,
-    o: ListOffsetsResponse.ListOffsetsTopicResponse,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_ListOffsetsResponse__ListOffsetsPartitionResponse_2(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListOffsetsTopicResponse: {exc}") from None
-
-
-def _w_ListOffsetsResponse__ListOffsetsTopicResponse_3(
-    out: bytearray,
-    o: ListOffsetsResponse.ListOffsetsTopicResponse,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_ListOffsetsResponse__ListOffsetsPartitionResponse_3(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListOffsetsTopicResponse: {exc}") from None
-
-
 _C_Request__ListOffsetsPartition = ListOffsetsRequest.ListOffsetsPartition
 _C_Request__ListOffsetsTopic = ListOffsetsRequest.ListOffsetsTopic
 
@@ -1745,20 +913,7 @@ _C_Request__ListOffsetsTopic._FIELDS = (
         False,
     ),
 )
-ListOffsetsRequest._READERS = {
-    0: _r_ListOffsetsRequest_0,
-    1: _r_ListOffsetsRequest_1,
-    2: _r_ListOffsetsRequest_2,
-    3: _r_ListOffsetsRequest_2,
-    4: _r_ListOffsetsRequest_3,
-    5: _r_ListOffsetsRequest_3,
-    6: _r_ListOffsetsRequest_4,
-    7: _r_ListOffsetsRequest_4,
-    8: _r_ListOffsetsRequest_4,
-    9: _r_ListOffsetsRequest_4,
-    10: _r_ListOffsetsRequest_5,
-    11: _r_ListOffsetsRequest_5,
-}
+ListOffsetsRequest._READERS = codec_path.broker_side(ListOffsetsRequest, '_READERS')
 ListOffsetsRequest._WRITERS = {
     0: _w_ListOffsetsRequest_0,
     1: _w_ListOffsetsRequest_1,
@@ -1956,20 +1111,7 @@ ListOffsetsResponse._READERS = {
     10: _r_ListOffsetsResponse_4,
     11: _r_ListOffsetsResponse_4,
 }
-ListOffsetsResponse._WRITERS = {
-    0: _w_ListOffsetsResponse_0,
-    1: _w_ListOffsetsResponse_1,
-    2: _w_ListOffsetsResponse_2,
-    3: _w_ListOffsetsResponse_2,
-    4: _w_ListOffsetsResponse_3,
-    5: _w_ListOffsetsResponse_3,
-    6: _w_ListOffsetsResponse_4,
-    7: _w_ListOffsetsResponse_4,
-    8: _w_ListOffsetsResponse_4,
-    9: _w_ListOffsetsResponse_4,
-    10: _w_ListOffsetsResponse_4,
-    11: _w_ListOffsetsResponse_4,
-}
+ListOffsetsResponse._WRITERS = codec_path.broker_side(ListOffsetsResponse, '_WRITERS')
 _N_ListOffsetsResponse__ListOffsetsPartitionResponse_0 = (
     _C_Response__ListOffsetsPartitionResponse,
     False,

@@ -15,7 +15,6 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
 _F_iB = struct.Struct(">iB")
-_F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_i = _wire.SHORT_ARRAYS["i"]
@@ -109,98 +108,6 @@ class ListPartitionReassignmentsResponse(KafkaMessage):
 
 
 ListPartitionReassignmentsRequest.RESPONSE_CLASS = ListPartitionReassignmentsResponse
-
-
-def _r_ListPartitionReassignmentsRequest_0(
-    buf: Any,
-    pos: int,
-) -> tuple[ListPartitionReassignmentsRequest, int]:
-    s1_topics: list[Any] | None
-    s3_partition_indexes: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        (s1_timeout_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            s1_topics = None
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                c = buf[pos]
-                if c == 1:  # empty (offline replicas, mostly): no unpack
-                    s3_partition_indexes = []
-                    pos += 1
-                elif 0 < c <= 32:
-                    s3_partition_indexes = [*_K_i[c].unpack_from(buf, pos)]
-                    pos += 4 * c - 3
-                else:
-                    n = buf[pos] - 1
-                    if n < 0x7F:
-                        pos += 1
-                    else:
-                        n, pos = _wire.read_compact_array_count(buf, pos)
-                    if n < 0:
-                        raise _wire.null_error("partition_indexes", pos)
-                    else:
-                        stop = pos + 4 * n
-                        if n < 32 and stop <= buflen:
-                            s3_partition_indexes = [*_A_i[n].unpack_from(buf, pos)]
-                            pos = stop
-                        else:
-                            s3_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__ListPartitionReassignmentsTopics)
-                o3.name = s3_name
-                o3.partition_indexes = s3_partition_indexes
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(ListPartitionReassignmentsRequest)
-        o1.timeout_ms = s1_timeout_ms
-        o1.topics = s1_topics
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListPartitionReassignmentsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_ListPartitionReassignmentsRequest_0(out: bytearray, o: ListPartitionReassignmentsRequest) -> None:
@@ -446,121 +353,6 @@ def _r_ListPartitionReassignmentsResponse_0(
     return o1, pos
 
 
-def _w_ListPartitionReassignmentsResponse_0(out: bytearray, o: ListPartitionReassignmentsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_ListPartitionReassignmentsResponse__OngoingTopicReassignment_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListPartitionReassignmentsResponse: {exc}") from None
-
-
-def _w_ListPartitionReassignmentsResponse__OngoingPartitionReassignment_0(
-    out: bytearray,
-    o: ListPartitionReassignmentsResponse.OngoingPartitionReassignment,
-) -> None:
-    x: Any
-    try:
-        out += _F_i.pack(o.partition_index)
-        x = o.replicas
-        if x is None:
-            raise EncodeError("field replicas is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out.append(1)
-            elif n < 32:
-                out += _PC_i[n].pack(n + 1, *x)
-            else:
-                out += _wire.uvarint(n + 1)
-                _wire.write_int_array(out, x, "i")
-        x = o.adding_replicas
-        if x is None:
-            raise EncodeError("field adding_replicas is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out.append(1)
-            elif n < 32:
-                out += _PC_i[n].pack(n + 1, *x)
-            else:
-                out += _wire.uvarint(n + 1)
-                _wire.write_int_array(out, x, "i")
-        x = o.removing_replicas
-        if x is None:
-            raise EncodeError("field removing_replicas is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out.append(1)
-            elif n < 32:
-                out += _PC_i[n].pack(n + 1, *x)
-            else:
-                out += _wire.uvarint(n + 1)
-                _wire.write_int_array(out, x, "i")
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write OngoingPartitionReassignment: {exc}") from None
-
-
-def _w_ListPartitionReassignmentsResponse__OngoingTopicReassignment_0(
-    out: bytearray,
-    o: ListPartitionReassignmentsResponse.OngoingTopicReassignment,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_ListPartitionReassignmentsResponse__OngoingPartitionReassignment_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write OngoingTopicReassignment: {exc}") from None
-
-
 _C_Request__ListPartitionReassignmentsTopics = (
     ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics
 )
@@ -583,7 +375,10 @@ _C_Request__ListPartitionReassignmentsTopics._FIELDS = (
     FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo('partition_indexes', 'int32', None, True, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
-ListPartitionReassignmentsRequest._READERS = {0: _r_ListPartitionReassignmentsRequest_0}
+ListPartitionReassignmentsRequest._READERS = codec_path.broker_side(
+    ListPartitionReassignmentsRequest,
+    '_READERS',
+)
 ListPartitionReassignmentsRequest._WRITERS = {0: _w_ListPartitionReassignmentsRequest_0}
 _N_ListPartitionReassignmentsRequest__ListPartitionReassignmentsTopics_0 = (
     _C_Request__ListPartitionReassignmentsTopics,
@@ -654,7 +449,10 @@ _C_Response__OngoingTopicReassignment._FIELDS = (
     ),
 )
 ListPartitionReassignmentsResponse._READERS = {0: _r_ListPartitionReassignmentsResponse_0}
-ListPartitionReassignmentsResponse._WRITERS = {0: _w_ListPartitionReassignmentsResponse_0}
+ListPartitionReassignmentsResponse._WRITERS = codec_path.broker_side(
+    ListPartitionReassignmentsResponse,
+    '_WRITERS',
+)
 _N_ListPartitionReassignmentsResponse__OngoingPartitionReassignment_0 = (
     _C_Response__OngoingPartitionReassignment,
     True,

@@ -17,8 +17,6 @@ _F_ih = struct.Struct(">ih")
 _F_q = struct.Struct(">q")
 _F_qB = struct.Struct(">qB")
 _NO_TAGS = _wire.EMPTY_TAGS
-_A_q = _wire.SHORT_ARRAYS["q"]
-_K_q = _wire.COUNTED_ARRAYS["q"]
 _PC_q = _wire.COMPACT_PREFIXED["q"]
 
 
@@ -89,79 +87,6 @@ class ListTransactionsResponse(KafkaMessage):
 ListTransactionsRequest.RESPONSE_CLASS = ListTransactionsResponse
 
 
-def _r_ListTransactionsRequest_0(buf: Any, pos: int) -> tuple[ListTransactionsRequest, int]:
-    item: Any
-    s1_producer_id_filters: list[Any]
-    s1_state_filters: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("state_filters", pos)
-        else:
-            s1_state_filters = []
-            add2 = s1_state_filters.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    item, pos = _wire.read_compact_text(buf, pos, "state_filters[]")
-                add2(item)
-        c = buf[pos]
-        if c == 1:  # empty (offline replicas, mostly): no unpack
-            s1_producer_id_filters = []
-            pos += 1
-        elif 0 < c <= 32:
-            s1_producer_id_filters = [*_K_q[c].unpack_from(buf, pos)]
-            pos += 8 * c - 7
-        else:
-            n = buf[pos] - 1
-            if n < 0x7F:
-                pos += 1
-            else:
-                n, pos = _wire.read_compact_array_count(buf, pos)
-            if n < 0:
-                raise _wire.null_error("producer_id_filters", pos)
-            else:
-                stop = pos + 8 * n
-                if n < 32 and stop <= buflen:
-                    s1_producer_id_filters = [*_A_q[n].unpack_from(buf, pos)]
-                    pos = stop
-                else:
-                    s1_producer_id_filters, pos = _wire.read_int_array(buf, pos, n, "q", 8)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(ListTransactionsRequest)
-        o1.state_filters = s1_state_filters
-        o1.producer_id_filters = s1_producer_id_filters
-        o1.duration_filter = -1
-        o1.transactional_id_pattern = None
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListTransactionsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_ListTransactionsRequest_0(out: bytearray, o: ListTransactionsRequest) -> None:
     x: Any
     item: Any
@@ -211,80 +136,6 @@ def _w_ListTransactionsRequest_0(out: bytearray, o: ListTransactionsRequest) -> 
         raise EncodeError(f"cannot write ListTransactionsRequest: {exc}") from None
 
 
-def _r_ListTransactionsRequest_1(buf: Any, pos: int) -> tuple[ListTransactionsRequest, int]:
-    item: Any
-    s1_producer_id_filters: list[Any]
-    s1_state_filters: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("state_filters", pos)
-        else:
-            s1_state_filters = []
-            add2 = s1_state_filters.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    item, pos = _wire.read_compact_text(buf, pos, "state_filters[]")
-                add2(item)
-        c = buf[pos]
-        if c == 1:  # empty (offline replicas, mostly): no unpack
-            s1_producer_id_filters = []
-            pos += 1
-        elif 0 < c <= 32:
-            s1_producer_id_filters = [*_K_q[c].unpack_from(buf, pos)]
-            pos += 8 * c - 7
-        else:
-            n = buf[pos] - 1
-            if n < 0x7F:
-                pos += 1
-            else:
-                n, pos = _wire.read_compact_array_count(buf, pos)
-            if n < 0:
-                raise _wire.null_error("producer_id_filters", pos)
-            else:
-                stop = pos + 8 * n
-                if n < 32 and stop <= buflen:
-                    s1_producer_id_filters = [*_A_q[n].unpack_from(buf, pos)]
-                    pos = stop
-                else:
-                    s1_producer_id_filters, pos = _wire.read_int_array(buf, pos, n, "q", 8)
-        (s1_duration_filter, t1,) = _F_qB.unpack_from(buf, pos)
-        pos += 9
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(ListTransactionsRequest)
-        o1.state_filters = s1_state_filters
-        o1.producer_id_filters = s1_producer_id_filters
-        o1.duration_filter = s1_duration_filter
-        o1.transactional_id_pattern = None
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListTransactionsRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_ListTransactionsRequest_1(out: bytearray, o: ListTransactionsRequest) -> None:
     x: Any
     item: Any
@@ -329,93 +180,6 @@ def _w_ListTransactionsRequest_1(out: bytearray, o: ListTransactionsRequest) -> 
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write ListTransactionsRequest: {exc}") from None
-
-
-def _r_ListTransactionsRequest_2(buf: Any, pos: int) -> tuple[ListTransactionsRequest, int]:
-    item: Any
-    s1_producer_id_filters: list[Any]
-    s1_state_filters: list[Any]
-    s1_transactional_id_pattern: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("state_filters", pos)
-        else:
-            s1_state_filters = []
-            add2 = s1_state_filters.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    item, pos = _wire.read_compact_text(buf, pos, "state_filters[]")
-                add2(item)
-        c = buf[pos]
-        if c == 1:  # empty (offline replicas, mostly): no unpack
-            s1_producer_id_filters = []
-            pos += 1
-        elif 0 < c <= 32:
-            s1_producer_id_filters = [*_K_q[c].unpack_from(buf, pos)]
-            pos += 8 * c - 7
-        else:
-            n = buf[pos] - 1
-            if n < 0x7F:
-                pos += 1
-            else:
-                n, pos = _wire.read_compact_array_count(buf, pos)
-            if n < 0:
-                raise _wire.null_error("producer_id_filters", pos)
-            else:
-                stop = pos + 8 * n
-                if n < 32 and stop <= buflen:
-                    s1_producer_id_filters = [*_A_q[n].unpack_from(buf, pos)]
-                    pos = stop
-                else:
-                    s1_producer_id_filters, pos = _wire.read_int_array(buf, pos, n, "q", 8)
-        (s1_duration_filter, size,) = _F_qB.unpack_from(buf, pos)
-        pos += 8
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_transactional_id_pattern = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_transactional_id_pattern = None
-            pos += 1
-        else:
-            s1_transactional_id_pattern, pos = _wire.read_compact_string(buf, pos)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(ListTransactionsRequest)
-        o1.state_filters = s1_state_filters
-        o1.producer_id_filters = s1_producer_id_filters
-        o1.duration_filter = s1_duration_filter
-        o1.transactional_id_pattern = s1_transactional_id_pattern
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListTransactionsRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_ListTransactionsRequest_2(out: bytearray, o: ListTransactionsRequest) -> None:
@@ -569,79 +333,6 @@ def _r_ListTransactionsResponse_0(buf: Any, pos: int) -> tuple[ListTransactionsR
     return o1, pos
 
 
-def _w_ListTransactionsResponse_0(out: bytearray, o: ListTransactionsResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.unknown_state_filters
-        if x is None:
-            raise EncodeError("field unknown_state_filters is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                if item is None:
-                    raise EncodeError("an element of unknown_state_filters is None")
-                if item.__class__ is str and len(item) < 0x20:
-                    data = item.encode()
-                    out.append(len(data) + 1)
-                    out += data
-                else:
-                    _wire.write_compact_string(out, item)
-        x = o.transaction_states
-        if x is None:
-            raise EncodeError("field transaction_states is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_ListTransactionsResponse__TransactionState_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ListTransactionsResponse: {exc}") from None
-
-
-def _w_ListTransactionsResponse__TransactionState_0(
-    out: bytearray,
-    o: ListTransactionsResponse.TransactionState,
-) -> None:
-    x: Any
-    try:
-        x = o.transactional_id
-        if x is None:
-            raise EncodeError("field transactional_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_q.pack(o.producer_id)
-        x = o.transaction_state
-        if x is None:
-            raise EncodeError("field transaction_state is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write TransactionState: {exc}") from None
-
-
 
 ListTransactionsRequest._FIELDS = (
     FieldInfo('state_filters', 'string', None, True, VersionRange(0, 2), _NONE, _NONE, None, False),
@@ -659,11 +350,7 @@ ListTransactionsRequest._FIELDS = (
         False,
     ),
 )
-ListTransactionsRequest._READERS = {
-    0: _r_ListTransactionsRequest_0,
-    1: _r_ListTransactionsRequest_1,
-    2: _r_ListTransactionsRequest_2,
-}
+ListTransactionsRequest._READERS = codec_path.broker_side(ListTransactionsRequest, '_READERS')
 ListTransactionsRequest._WRITERS = {
     0: _w_ListTransactionsRequest_0,
     1: _w_ListTransactionsRequest_1,
@@ -729,11 +416,7 @@ ListTransactionsResponse._READERS = {
     1: _r_ListTransactionsResponse_0,
     2: _r_ListTransactionsResponse_0,
 }
-ListTransactionsResponse._WRITERS = {
-    0: _w_ListTransactionsResponse_0,
-    1: _w_ListTransactionsResponse_0,
-    2: _w_ListTransactionsResponse_0,
-}
+ListTransactionsResponse._WRITERS = codec_path.broker_side(ListTransactionsResponse, '_WRITERS')
 _N_ListTransactionsResponse__TransactionState_0 = (
     _C_Response__TransactionState,
     True,

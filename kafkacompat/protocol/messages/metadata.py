@@ -17,8 +17,6 @@ _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
 _F_oo = struct.Struct(">??")
 _F_ooo = struct.Struct(">???")
-_F_oooB = struct.Struct(">???B")
-_F_ooB = struct.Struct(">??B")
 _F_h = struct.Struct(">h")
 _F_hB = struct.Struct(">hB")
 _F_hii = struct.Struct(">hii")
@@ -29,8 +27,6 @@ _F_iB = struct.Struct(">iB")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_i = _wire.SHORT_ARRAYS["i"]
 _K_i = _wire.COUNTED_ARRAYS["i"]
-_PC_i = _wire.COMPACT_PREFIXED["i"]
-_PI_i = _wire.CLASSIC_PREFIXED["i"]
 _UUID = uuid.UUID
 _UUID_SAFE = uuid.SafeUUID.unknown
 _set = object.__setattr__
@@ -198,44 +194,6 @@ class MetadataResponse(KafkaMessage):
 MetadataRequest.RESPONSE_CLASS = MetadataResponse
 
 
-def _r_MetadataRequest_0(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    s1_topics: list[Any]
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_string(buf, pos)
-                    if s3_name is None:
-                        raise _wire.null_error("name", pos)
-                o3 = _new(_C_Request__MetadataRequestTopic)
-                o3.topic_id = _wire.ZERO_UUID
-                o3.name = s3_name
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(MetadataRequest)
-        o1.topics = s1_topics
-        o1.allow_auto_topic_creation = True
-        o1.include_cluster_authorized_operations = False
-        o1.include_topic_authorized_operations = False
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_MetadataRequest_0(out: bytearray, o: MetadataRequest) -> None:
     x: Any
     item: Any
@@ -263,44 +221,6 @@ def _w_MetadataRequest_0(out: bytearray, o: MetadataRequest) -> None:
                 _w_MetadataRequest__MetadataRequestTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write MetadataRequest: {exc}") from None
-
-
-def _r_MetadataRequest_1(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    s1_topics: list[Any] | None
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            s1_topics = None
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_string(buf, pos)
-                    if s3_name is None:
-                        raise _wire.null_error("name", pos)
-                o3 = _new(_C_Request__MetadataRequestTopic)
-                o3.topic_id = _wire.ZERO_UUID
-                o3.name = s3_name
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(MetadataRequest)
-        o1.topics = s1_topics
-        o1.allow_auto_topic_creation = True
-        o1.include_cluster_authorized_operations = False
-        o1.include_topic_authorized_operations = False
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_MetadataRequest_1(out: bytearray, o: MetadataRequest) -> None:
@@ -332,46 +252,6 @@ def _w_MetadataRequest_1(out: bytearray, o: MetadataRequest) -> None:
         raise EncodeError(f"cannot write MetadataRequest: {exc}") from None
 
 
-def _r_MetadataRequest_2(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    s1_topics: list[Any] | None
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            s1_topics = None
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_string(buf, pos)
-                    if s3_name is None:
-                        raise _wire.null_error("name", pos)
-                o3 = _new(_C_Request__MetadataRequestTopic)
-                o3.topic_id = _wire.ZERO_UUID
-                o3.name = s3_name
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        (s1_allow_auto_topic_creation,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        o1 = _new(MetadataRequest)
-        o1.topics = s1_topics
-        o1.allow_auto_topic_creation = s1_allow_auto_topic_creation
-        o1.include_cluster_authorized_operations = False
-        o1.include_topic_authorized_operations = False
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_MetadataRequest_2(out: bytearray, o: MetadataRequest) -> None:
     x: Any
     item: Any
@@ -398,50 +278,6 @@ def _w_MetadataRequest_2(out: bytearray, o: MetadataRequest) -> None:
         raise EncodeError(f"cannot write MetadataRequest: {exc}") from None
 
 
-def _r_MetadataRequest_3(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    s1_topics: list[Any] | None
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            s1_topics = None
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_string(buf, pos)
-                    if s3_name is None:
-                        raise _wire.null_error("name", pos)
-                o3 = _new(_C_Request__MetadataRequestTopic)
-                o3.topic_id = _wire.ZERO_UUID
-                o3.name = s3_name
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        (
-            s1_allow_auto_topic_creation,
-            s1_include_cluster_authorized_operations,
-            s1_include_topic_authorized_operations,
-        ) = _F_ooo.unpack_from(buf, pos)
-        pos += 3
-        o1 = _new(MetadataRequest)
-        o1.topics = s1_topics
-        o1.allow_auto_topic_creation = s1_allow_auto_topic_creation
-        o1.include_cluster_authorized_operations = s1_include_cluster_authorized_operations
-        o1.include_topic_authorized_operations = s1_include_topic_authorized_operations
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_MetadataRequest_3(out: bytearray, o: MetadataRequest) -> None:
     x: Any
     item: Any
@@ -460,78 +296,6 @@ def _w_MetadataRequest_3(out: bytearray, o: MetadataRequest) -> None:
         )
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write MetadataRequest: {exc}") from None
-
-
-def _r_MetadataRequest_4(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    s1_topics: list[Any] | None
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            s1_topics = None
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__MetadataRequestTopic)
-                o3.topic_id = _wire.ZERO_UUID
-                o3.name = s3_name
-                o3._unknown_tags = u3
-                add2(o3)
-        (
-            s1_allow_auto_topic_creation,
-            s1_include_cluster_authorized_operations,
-            s1_include_topic_authorized_operations,
-            t1,
-        ) = _F_oooB.unpack_from(buf, pos)
-        pos += 4
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(MetadataRequest)
-        o1.topics = s1_topics
-        o1.allow_auto_topic_creation = s1_allow_auto_topic_creation
-        o1.include_cluster_authorized_operations = s1_include_cluster_authorized_operations
-        o1.include_topic_authorized_operations = s1_include_topic_authorized_operations
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_MetadataRequest_4(out: bytearray, o: MetadataRequest) -> None:
@@ -561,89 +325,6 @@ def _w_MetadataRequest_4(out: bytearray, o: MetadataRequest) -> None:
         raise EncodeError(f"cannot write MetadataRequest: {exc}") from None
 
 
-def _r_MetadataRequest_5(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    s1_topics: list[Any] | None
-    s3_name: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            s1_topics = None
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                stop = pos + 16
-                if stop > buflen:
-                    raise DecodeError("uuid runs past the end of the data", offset=pos)
-                s3_topic_id = _new(_UUID)
-                _set(s3_topic_id, "int", _from_bytes(buf[pos:stop]))
-                _set(s3_topic_id, "is_safe", _UUID_SAFE)
-                pos = stop
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                elif size == 0:
-                    s3_name = None
-                    pos += 1
-                else:
-                    s3_name, pos = _wire.read_compact_string(buf, pos)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__MetadataRequestTopic)
-                o3.topic_id = s3_topic_id
-                o3.name = s3_name
-                o3._unknown_tags = u3
-                add2(o3)
-        (
-            s1_allow_auto_topic_creation,
-            s1_include_cluster_authorized_operations,
-            s1_include_topic_authorized_operations,
-            t1,
-        ) = _F_oooB.unpack_from(buf, pos)
-        pos += 4
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(MetadataRequest)
-        o1.topics = s1_topics
-        o1.allow_auto_topic_creation = s1_allow_auto_topic_creation
-        o1.include_cluster_authorized_operations = s1_include_cluster_authorized_operations
-        o1.include_topic_authorized_operations = s1_include_topic_authorized_operations
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_MetadataRequest_5(out: bytearray, o: MetadataRequest) -> None:
     x: Any
     item: Any
@@ -669,88 +350,6 @@ def _w_MetadataRequest_5(out: bytearray, o: MetadataRequest) -> None:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write MetadataRequest: {exc}") from None
-
-
-def _r_MetadataRequest_6(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    s1_topics: list[Any] | None
-    s3_name: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            s1_topics = None
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                stop = pos + 16
-                if stop > buflen:
-                    raise DecodeError("uuid runs past the end of the data", offset=pos)
-                s3_topic_id = _new(_UUID)
-                _set(s3_topic_id, "int", _from_bytes(buf[pos:stop]))
-                _set(s3_topic_id, "is_safe", _UUID_SAFE)
-                pos = stop
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                elif size == 0:
-                    s3_name = None
-                    pos += 1
-                else:
-                    s3_name, pos = _wire.read_compact_string(buf, pos)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__MetadataRequestTopic)
-                o3.topic_id = s3_topic_id
-                o3.name = s3_name
-                o3._unknown_tags = u3
-                add2(o3)
-        (
-            s1_allow_auto_topic_creation,
-            s1_include_topic_authorized_operations,
-            t1,
-        ) = _F_ooB.unpack_from(buf, pos)
-        pos += 3
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(MetadataRequest)
-        o1.topics = s1_topics
-        o1.allow_auto_topic_creation = s1_allow_auto_topic_creation
-        o1.include_cluster_authorized_operations = False
-        o1.include_topic_authorized_operations = s1_include_topic_authorized_operations
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_MetadataRequest_6(out: bytearray, o: MetadataRequest) -> None:
@@ -960,33 +559,6 @@ def _r_MetadataResponse_0(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     return o1, pos
 
 
-def _w_MetadataResponse_0(out: bytearray, o: MetadataResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.cluster_authorized_operations != -2147483648:
-            raise EncodeError(
-                "field cluster_authorized_operations has a non-default value but does not exist at this "
-                "version",
-            )
-        x = o.brokers
-        if x is None:
-            raise EncodeError("field brokers is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_MetadataResponse__MetadataResponseBroker_0(out, item)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_MetadataResponse__MetadataResponseTopic_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
-
-
 def _r_MetadataResponse_1(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     s1_brokers: list[Any]
     s1_topics: list[Any]
@@ -1118,34 +690,6 @@ def _r_MetadataResponse_1(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_MetadataResponse_1(out: bytearray, o: MetadataResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.cluster_authorized_operations != -2147483648:
-            raise EncodeError(
-                "field cluster_authorized_operations has a non-default value but does not exist at this "
-                "version",
-            )
-        x = o.brokers
-        if x is None:
-            raise EncodeError("field brokers is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_MetadataResponse__MetadataResponseBroker_1(out, item)
-        out += _F_i.pack(o.controller_id)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_MetadataResponse__MetadataResponseTopic_1(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
 
 
 def _r_MetadataResponse_2(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -1291,36 +835,6 @@ def _r_MetadataResponse_2(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     return o1, pos
 
 
-def _w_MetadataResponse_2(out: bytearray, o: MetadataResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.cluster_authorized_operations != -2147483648:
-            raise EncodeError(
-                "field cluster_authorized_operations has a non-default value but does not exist at this "
-                "version",
-            )
-        x = o.brokers
-        if x is None:
-            raise EncodeError("field brokers is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_MetadataResponse__MetadataResponseBroker_1(out, item)
-        x = o.cluster_id
-        _wire.write_string(out, x)
-        out += _F_i.pack(o.controller_id)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_MetadataResponse__MetadataResponseTopic_1(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
-
-
 def _r_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     s1_brokers: list[Any]
     s1_cluster_id: str | None
@@ -1464,37 +978,6 @@ def _r_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_MetadataResponse_3(out: bytearray, o: MetadataResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.cluster_authorized_operations != -2147483648:
-            raise EncodeError(
-                "field cluster_authorized_operations has a non-default value but does not exist at this "
-                "version",
-            )
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.brokers
-        if x is None:
-            raise EncodeError("field brokers is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_MetadataResponse__MetadataResponseBroker_1(out, item)
-        x = o.cluster_id
-        _wire.write_string(out, x)
-        out += _F_i.pack(o.controller_id)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_MetadataResponse__MetadataResponseTopic_1(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
 
 
 def _r_MetadataResponse_4(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -1651,37 +1134,6 @@ def _r_MetadataResponse_4(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_MetadataResponse_4(out: bytearray, o: MetadataResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.cluster_authorized_operations != -2147483648:
-            raise EncodeError(
-                "field cluster_authorized_operations has a non-default value but does not exist at this "
-                "version",
-            )
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.brokers
-        if x is None:
-            raise EncodeError("field brokers is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_MetadataResponse__MetadataResponseBroker_1(out, item)
-        x = o.cluster_id
-        _wire.write_string(out, x)
-        out += _F_i.pack(o.controller_id)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_MetadataResponse__MetadataResponseTopic_2(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
 
 
 def _r_MetadataResponse_5(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -1843,37 +1295,6 @@ def _r_MetadataResponse_5(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_MetadataResponse_5(out: bytearray, o: MetadataResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.cluster_authorized_operations != -2147483648:
-            raise EncodeError(
-                "field cluster_authorized_operations has a non-default value but does not exist at this "
-                "version",
-            )
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.brokers
-        if x is None:
-            raise EncodeError("field brokers is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_MetadataResponse__MetadataResponseBroker_1(out, item)
-        x = o.cluster_id
-        _wire.write_string(out, x)
-        out += _F_i.pack(o.controller_id)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_MetadataResponse__MetadataResponseTopic_3(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
 
 
 def _r_MetadataResponse_6(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -2039,33 +1460,6 @@ def _r_MetadataResponse_6(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_MetadataResponse_6(out: bytearray, o: MetadataResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.brokers
-        if x is None:
-            raise EncodeError("field brokers is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_MetadataResponse__MetadataResponseBroker_1(out, item)
-        x = o.cluster_id
-        _wire.write_string(out, x)
-        out += _F_i.pack(o.controller_id)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_MetadataResponse__MetadataResponseTopic_4(out, item)
-        out += _F_i.pack(o.cluster_authorized_operations)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
 
 
 def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -2328,48 +1722,6 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_MetadataResponse_7(out: bytearray, o: MetadataResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.brokers
-        if x is None:
-            raise EncodeError("field brokers is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_MetadataResponse__MetadataResponseBroker_2(out, item)
-        x = o.cluster_id
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_i.pack(o.controller_id)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_MetadataResponse__MetadataResponseTopic_5(out, item)
-        out += _F_i.pack(o.cluster_authorized_operations)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
 
 
 def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -2641,48 +1993,6 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     return o1, pos
 
 
-def _w_MetadataResponse_8(out: bytearray, o: MetadataResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.brokers
-        if x is None:
-            raise EncodeError("field brokers is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_MetadataResponse__MetadataResponseBroker_2(out, item)
-        x = o.cluster_id
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_i.pack(o.controller_id)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_MetadataResponse__MetadataResponseTopic_6(out, item)
-        out += _F_i.pack(o.cluster_authorized_operations)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
-
-
 def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     s1_brokers: list[Any]
     s1_cluster_id: str | None
@@ -2949,52 +2259,6 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_MetadataResponse_9(out: bytearray, o: MetadataResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.cluster_authorized_operations != -2147483648:
-            raise EncodeError(
-                "field cluster_authorized_operations has a non-default value but does not exist at this "
-                "version",
-            )
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.brokers
-        if x is None:
-            raise EncodeError("field brokers is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_MetadataResponse__MetadataResponseBroker_2(out, item)
-        x = o.cluster_id
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_i.pack(o.controller_id)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_MetadataResponse__MetadataResponseTopic_6(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
 
 
 def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -3267,52 +2531,6 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_MetadataResponse_10(out: bytearray, o: MetadataResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.cluster_authorized_operations != -2147483648:
-            raise EncodeError(
-                "field cluster_authorized_operations has a non-default value but does not exist at this "
-                "version",
-            )
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.brokers
-        if x is None:
-            raise EncodeError("field brokers is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_MetadataResponse__MetadataResponseBroker_2(out, item)
-        x = o.cluster_id
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_i.pack(o.controller_id)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_MetadataResponse__MetadataResponseTopic_7(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
 
 
 def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -3588,552 +2806,6 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     return o1, pos
 
 
-def _w_MetadataResponse_11(out: bytearray, o: MetadataResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.cluster_authorized_operations != -2147483648:
-            raise EncodeError(
-                "field cluster_authorized_operations has a non-default value but does not exist at this "
-                "version",
-            )
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.brokers
-        if x is None:
-            raise EncodeError("field brokers is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_MetadataResponse__MetadataResponseBroker_2(out, item)
-        x = o.cluster_id
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_i.pack(o.controller_id)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_MetadataResponse__MetadataResponseTopic_7(out, item)
-        out += _F_h.pack(o.error_code)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
-
-
-def _w_MetadataResponse__MetadataResponseBroker_0(
-    out: bytearray,
-    o: MetadataResponse.MetadataResponseBroker,
-) -> None:
-    x: Any
-    try:
-        out += _F_i.pack(o.node_id)
-        x = o.host
-        if x is None:
-            raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_i.pack(o.port)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponseBroker: {exc}") from None
-
-
-def _w_MetadataResponse__MetadataResponseBroker_1(
-    out: bytearray,
-    o: MetadataResponse.MetadataResponseBroker,
-) -> None:
-    x: Any
-    try:
-        out += _F_i.pack(o.node_id)
-        x = o.host
-        if x is None:
-            raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_i.pack(o.port)
-        x = o.rack
-        _wire.write_string(out, x)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponseBroker: {exc}") from None
-
-
-def _w_MetadataResponse__MetadataResponseBroker_2(
-    out: bytearray,
-    o: MetadataResponse.MetadataResponseBroker,
-) -> None:
-    x: Any
-    try:
-        out += _F_i.pack(o.node_id)
-        x = o.host
-        if x is None:
-            raise EncodeError("field host is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_i.pack(o.port)
-        x = o.rack
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponseBroker: {exc}") from None
-
-
-def _w_MetadataResponse__MetadataResponsePartition_0(
-    out: bytearray,
-    o: MetadataResponse.MetadataResponsePartition,
-) -> None:
-    x: Any
-    try:
-        out += _F_hii.pack(o.error_code, o.partition_index, o.leader_id)
-        x = o.replica_nodes
-        if x is None:
-            raise EncodeError("field replica_nodes is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out += b'\x00\x00\x00\x00'
-            elif n < 32:
-                out += _PI_i[n].pack(n, *x)
-            else:
-                out += _wire.INT32.pack(n)
-                _wire.write_int_array(out, x, "i")
-        x = o.isr_nodes
-        if x is None:
-            raise EncodeError("field isr_nodes is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out += b'\x00\x00\x00\x00'
-            elif n < 32:
-                out += _PI_i[n].pack(n, *x)
-            else:
-                out += _wire.INT32.pack(n)
-                _wire.write_int_array(out, x, "i")
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponsePartition: {exc}") from None
-
-
-def _w_MetadataResponse__MetadataResponsePartition_1(
-    out: bytearray,
-    o: MetadataResponse.MetadataResponsePartition,
-) -> None:
-    x: Any
-    try:
-        out += _F_hii.pack(o.error_code, o.partition_index, o.leader_id)
-        x = o.replica_nodes
-        if x is None:
-            raise EncodeError("field replica_nodes is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out += b'\x00\x00\x00\x00'
-            elif n < 32:
-                out += _PI_i[n].pack(n, *x)
-            else:
-                out += _wire.INT32.pack(n)
-                _wire.write_int_array(out, x, "i")
-        x = o.isr_nodes
-        if x is None:
-            raise EncodeError("field isr_nodes is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out += b'\x00\x00\x00\x00'
-            elif n < 32:
-                out += _PI_i[n].pack(n, *x)
-            else:
-                out += _wire.INT32.pack(n)
-                _wire.write_int_array(out, x, "i")
-        x = o.offline_replicas
-        if x is None:
-            raise EncodeError("field offline_replicas is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out += b'\x00\x00\x00\x00'
-            elif n < 32:
-                out += _PI_i[n].pack(n, *x)
-            else:
-                out += _wire.INT32.pack(n)
-                _wire.write_int_array(out, x, "i")
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponsePartition: {exc}") from None
-
-
-def _w_MetadataResponse__MetadataResponsePartition_2(
-    out: bytearray,
-    o: MetadataResponse.MetadataResponsePartition,
-) -> None:
-    x: Any
-    try:
-        out += _F_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-        x = o.replica_nodes
-        if x is None:
-            raise EncodeError("field replica_nodes is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out += b'\x00\x00\x00\x00'
-            elif n < 32:
-                out += _PI_i[n].pack(n, *x)
-            else:
-                out += _wire.INT32.pack(n)
-                _wire.write_int_array(out, x, "i")
-        x = o.isr_nodes
-        if x is None:
-            raise EncodeError("field isr_nodes is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out += b'\x00\x00\x00\x00'
-            elif n < 32:
-                out += _PI_i[n].pack(n, *x)
-            else:
-                out += _wire.INT32.pack(n)
-                _wire.write_int_array(out, x, "i")
-        x = o.offline_replicas
-        if x is None:
-            raise EncodeError("field offline_replicas is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out += b'\x00\x00\x00\x00'
-            elif n < 32:
-                out += _PI_i[n].pack(n, *x)
-            else:
-                out += _wire.INT32.pack(n)
-                _wire.write_int_array(out, x, "i")
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponsePartition: {exc}") from None
-
-
-def _w_MetadataResponse__MetadataResponsePartition_3(
-    out: bytearray,
-    o: MetadataResponse.MetadataResponsePartition,
-) -> None:
-    x: Any
-    try:
-        out += _F_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-        x = o.replica_nodes
-        if x is None:
-            raise EncodeError("field replica_nodes is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out.append(1)
-            elif n < 32:
-                out += _PC_i[n].pack(n + 1, *x)
-            else:
-                out += _wire.uvarint(n + 1)
-                _wire.write_int_array(out, x, "i")
-        x = o.isr_nodes
-        if x is None:
-            raise EncodeError("field isr_nodes is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out.append(1)
-            elif n < 32:
-                out += _PC_i[n].pack(n + 1, *x)
-            else:
-                out += _wire.uvarint(n + 1)
-                _wire.write_int_array(out, x, "i")
-        x = o.offline_replicas
-        if x is None:
-            raise EncodeError("field offline_replicas is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out.append(1)
-            elif n < 32:
-                out += _PC_i[n].pack(n + 1, *x)
-            else:
-                out += _wire.uvarint(n + 1)
-                _wire.write_int_array(out, x, "i")
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponsePartition: {exc}") from None
-
-
-def _w_MetadataResponse__MetadataResponseTopic_0(
-    out: bytearray,
-    o: MetadataResponse.MetadataResponseTopic,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.topic_authorized_operations != -2147483648:
-            raise EncodeError(
-                "field topic_authorized_operations has a non-default value but does not exist at this "
-                "version",
-            )
-        out += _F_h.pack(o.error_code)
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_MetadataResponse__MetadataResponsePartition_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponseTopic: {exc}") from None
-
-
-def _w_MetadataResponse__MetadataResponseTopic_1(
-    out: bytearray,
-    o: MetadataResponse.MetadataResponseTopic,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.topic_authorized_operations != -2147483648:
-            raise EncodeError(
-                "field topic_authorized_operations has a non-default value but does not exist at this "
-                "version",
-            )
-        out += _F_h.pack(o.error_code)
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_o.pack(o.is_internal)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_MetadataResponse__MetadataResponsePartition_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponseTopic: {exc}") from None
-
-
-def _w_MetadataResponse__MetadataResponseTopic_2(
-    out: bytearray,
-    o: MetadataResponse.MetadataResponseTopic,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.topic_authorized_operations != -2147483648:
-            raise EncodeError(
-                "field topic_authorized_operations has a non-default value but does not exist at this "
-                "version",
-            )
-        out += _F_h.pack(o.error_code)
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_o.pack(o.is_internal)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_MetadataResponse__MetadataResponsePartition_1(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponseTopic: {exc}") from None
-
-
-def _w_MetadataResponse__MetadataResponseTopic_3(
-    out: bytearray,
-    o: MetadataResponse.MetadataResponseTopic,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.topic_authorized_operations != -2147483648:
-            raise EncodeError(
-                "field topic_authorized_operations has a non-default value but does not exist at this "
-                "version",
-            )
-        out += _F_h.pack(o.error_code)
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_o.pack(o.is_internal)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_MetadataResponse__MetadataResponsePartition_2(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponseTopic: {exc}") from None
-
-
-def _w_MetadataResponse__MetadataResponseTopic_4(
-    out: bytearray,
-    o: MetadataResponse.MetadataResponseTopic,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_o.pack(o.is_internal)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_MetadataResponse__MetadataResponsePartition_2(out, item)
-        out += _F_i.pack(o.topic_authorized_operations)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponseTopic: {exc}") from None
-
-
-def _w_MetadataResponse__MetadataResponseTopic_5(
-    out: bytearray,
-    o: MetadataResponse.MetadataResponseTopic,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_o.pack(o.is_internal)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_MetadataResponse__MetadataResponsePartition_3(out, item)
-        out += _F_i.pack(o.topic_authorized_operations)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponseTopic: {exc}") from None
-
-
-def _w_MetadataResponse__MetadataResponseTopic_6(
-    out: bytearray,
-    o: MetadataResponse.MetadataResponseTopic,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.topic_id
-        _wire.write_uuid(out, x)
-        out += _F_o.pack(o.is_internal)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_MetadataResponse__MetadataResponsePartition_3(out, item)
-        out += _F_i.pack(o.topic_authorized_operations)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponseTopic: {exc}") from None
-
-
-def _w_MetadataResponse__MetadataResponseTopic_7(
-    out: bytearray,
-    o: MetadataResponse.MetadataResponseTopic,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.name
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.topic_id
-        _wire.write_uuid(out, x)
-        out += _F_o.pack(o.is_internal)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_MetadataResponse__MetadataResponsePartition_3(out, item)
-        out += _F_i.pack(o.topic_authorized_operations)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write MetadataResponseTopic: {exc}") from None
-
-
 _C_Request__MetadataRequestTopic = MetadataRequest.MetadataRequestTopic
 
 MetadataRequest._FIELDS = (
@@ -4196,22 +2868,7 @@ _C_Request__MetadataRequestTopic._FIELDS = (
         False,
     ),
 )
-MetadataRequest._READERS = {
-    0: _r_MetadataRequest_0,
-    1: _r_MetadataRequest_1,
-    2: _r_MetadataRequest_1,
-    3: _r_MetadataRequest_1,
-    4: _r_MetadataRequest_2,
-    5: _r_MetadataRequest_2,
-    6: _r_MetadataRequest_2,
-    7: _r_MetadataRequest_2,
-    8: _r_MetadataRequest_3,
-    9: _r_MetadataRequest_4,
-    10: _r_MetadataRequest_5,
-    11: _r_MetadataRequest_6,
-    12: _r_MetadataRequest_6,
-    13: _r_MetadataRequest_6,
-}
+MetadataRequest._READERS = codec_path.broker_side(MetadataRequest, '_READERS')
 MetadataRequest._WRITERS = {
     0: _w_MetadataRequest_0,
     1: _w_MetadataRequest_1,
@@ -4464,22 +3121,7 @@ MetadataResponse._READERS = {
     12: _r_MetadataResponse_10,
     13: _r_MetadataResponse_11,
 }
-MetadataResponse._WRITERS = {
-    0: _w_MetadataResponse_0,
-    1: _w_MetadataResponse_1,
-    2: _w_MetadataResponse_2,
-    3: _w_MetadataResponse_3,
-    4: _w_MetadataResponse_3,
-    5: _w_MetadataResponse_4,
-    6: _w_MetadataResponse_4,
-    7: _w_MetadataResponse_5,
-    8: _w_MetadataResponse_6,
-    9: _w_MetadataResponse_7,
-    10: _w_MetadataResponse_8,
-    11: _w_MetadataResponse_9,
-    12: _w_MetadataResponse_10,
-    13: _w_MetadataResponse_11,
-}
+MetadataResponse._WRITERS = codec_path.broker_side(MetadataResponse, '_WRITERS')
 _N_MetadataResponse__MetadataResponseBroker_0 = (
     _C_Response__MetadataResponseBroker,
     False,

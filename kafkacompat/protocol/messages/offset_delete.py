@@ -112,80 +112,6 @@ class OffsetDeleteResponse(KafkaMessage):
 OffsetDeleteRequest.RESPONSE_CLASS = OffsetDeleteResponse
 
 
-def _r_OffsetDeleteRequest_0(buf: Any, pos: int) -> tuple[OffsetDeleteRequest, int]:
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    try:
-        buflen = len(buf)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_string(buf, pos)
-            if s1_group_id is None:
-                raise _wire.null_error("group_id", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = _wire.KeyedList()
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_string(buf, pos)
-                    if s3_name is None:
-                        raise _wire.null_error("name", pos)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop5 = pos + 4 * n
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    if stop5 <= buflen:
-                        for (s5_partition_index,) in _F_i.iter_unpack(buf[pos:stop5]):
-                            o5 = _new(_C_Request__OffsetDeleteRequestPartition)
-                            o5.partition_index = s5_partition_index
-                            o5._unknown_tags = _NO_TAGS
-                            add4(o5)
-                        else:
-                            pos = stop5
-                            stop5 = -1
-                    if stop5 >= 0:  # some element carries tags, or the data is short
-                        s3_partitions = []
-                        add4 = s3_partitions.append
-                        for _ in range(n):
-                            (s6_partition_index,) = _F_i.unpack_from(buf, pos)
-                            pos += 4
-                            o6 = _new(_C_Request__OffsetDeleteRequestPartition)
-                            o6.partition_index = s6_partition_index
-                            o6._unknown_tags = _NO_TAGS
-                            add4(o6)
-                o3 = _new(_C_Request__OffsetDeleteRequestTopic)
-                o3.name = s3_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(OffsetDeleteRequest)
-        o1.group_id = s1_group_id
-        o1.topics = s1_topics
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetDeleteRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_OffsetDeleteRequest_0(out: bytearray, o: OffsetDeleteRequest) -> None:
     x: Any
     item: Any
@@ -305,54 +231,6 @@ def _r_OffsetDeleteResponse_0(buf: Any, pos: int) -> tuple[OffsetDeleteResponse,
     return o1, pos
 
 
-def _w_OffsetDeleteResponse_0(out: bytearray, o: OffsetDeleteResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_hi.pack(o.error_code, o.throttle_time_ms)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_OffsetDeleteResponse__OffsetDeleteResponseTopic_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write OffsetDeleteResponse: {exc}") from None
-
-
-def _w_OffsetDeleteResponse__OffsetDeleteResponsePartition_0(
-    out: bytearray,
-    o: OffsetDeleteResponse.OffsetDeleteResponsePartition,
-) -> None:
-    try:
-        out += _F_ih.pack(o.partition_index, o.error_code)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write OffsetDeleteResponsePartition: {exc}") from None
-
-
-def _w_OffsetDeleteResponse__OffsetDeleteResponseTopic_0(
-    out: bytearray,
-    o: OffsetDeleteResponse.OffsetDeleteResponseTopic,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_OffsetDeleteResponse__OffsetDeleteResponsePartition_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write OffsetDeleteResponseTopic: {exc}") from None
-
-
 _C_Request__OffsetDeleteRequestPartition = OffsetDeleteRequest.OffsetDeleteRequestPartition
 _C_Request__OffsetDeleteRequestTopic = OffsetDeleteRequest.OffsetDeleteRequestTopic
 
@@ -387,7 +265,7 @@ _C_Request__OffsetDeleteRequestTopic._FIELDS = (
         False,
     ),
 )
-OffsetDeleteRequest._READERS = {0: _r_OffsetDeleteRequest_0}
+OffsetDeleteRequest._READERS = codec_path.broker_side(OffsetDeleteRequest, '_READERS')
 OffsetDeleteRequest._WRITERS = {0: _w_OffsetDeleteRequest_0}
 _N_OffsetDeleteRequest__OffsetDeleteRequestPartition_0 = (
     _C_Request__OffsetDeleteRequestPartition,
@@ -449,7 +327,7 @@ _C_Response__OffsetDeleteResponseTopic._FIELDS = (
     ),
 )
 OffsetDeleteResponse._READERS = {0: _r_OffsetDeleteResponse_0}
-OffsetDeleteResponse._WRITERS = {0: _w_OffsetDeleteResponse_0}
+OffsetDeleteResponse._WRITERS = codec_path.broker_side(OffsetDeleteResponse, '_WRITERS')
 _N_OffsetDeleteResponse__OffsetDeleteResponsePartition_0 = (
     _C_Response__OffsetDeleteResponsePartition,
     False,

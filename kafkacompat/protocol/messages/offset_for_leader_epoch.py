@@ -19,7 +19,6 @@ _F_hiq = struct.Struct(">hiq")
 _F_i = struct.Struct(">i")
 _F_ii = struct.Struct(">ii")
 _F_iii = struct.Struct(">iii")
-_F_iiiB = struct.Struct(">iiiB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
@@ -137,73 +136,6 @@ class OffsetForLeaderEpochResponse(KafkaMessage):
 OffsetForLeaderEpochRequest.RESPONSE_CLASS = OffsetForLeaderEpochResponse
 
 
-def _r_OffsetForLeaderEpochRequest_0(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = _wire.KeyedList()
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_topic = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_topic, pos = _wire.read_string(buf, pos)
-                    if s3_topic is None:
-                        raise _wire.null_error("topic", pos)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop5 = pos + 8 * n
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    if stop5 <= buflen:
-                        for (s5_partition, s5_leader_epoch,) in _F_ii.iter_unpack(buf[pos:stop5]):
-                            o5 = _new(_C_Request__OffsetForLeaderPartition)
-                            o5.partition = s5_partition
-                            o5.leader_epoch = s5_leader_epoch
-                            o5.current_leader_epoch = -1
-                            o5._unknown_tags = _NO_TAGS
-                            add4(o5)
-                        else:
-                            pos = stop5
-                            stop5 = -1
-                    if stop5 >= 0:  # some element carries tags, or the data is short
-                        s3_partitions = []
-                        add4 = s3_partitions.append
-                        for _ in range(n):
-                            (s6_partition, s6_leader_epoch,) = _F_ii.unpack_from(buf, pos)
-                            pos += 8
-                            o6 = _new(_C_Request__OffsetForLeaderPartition)
-                            o6.partition = s6_partition
-                            o6.current_leader_epoch = -1
-                            o6.leader_epoch = s6_leader_epoch
-                            o6._unknown_tags = _NO_TAGS
-                            add4(o6)
-                o3 = _new(_C_Request__OffsetForLeaderTopic)
-                o3.topic = s3_topic
-                o3.partitions = s3_partitions
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(OffsetForLeaderEpochRequest)
-        o1.replica_id = -2
-        o1.topics = s1_topics
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetForLeaderEpochRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_OffsetForLeaderEpochRequest_0(out: bytearray, o: OffsetForLeaderEpochRequest) -> None:
     x: Any
     item: Any
@@ -217,81 +149,6 @@ def _w_OffsetForLeaderEpochRequest_0(out: bytearray, o: OffsetForLeaderEpochRequ
                 _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write OffsetForLeaderEpochRequest: {exc}") from None
-
-
-def _r_OffsetForLeaderEpochRequest_1(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = _wire.KeyedList()
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_topic = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_topic, pos = _wire.read_string(buf, pos)
-                    if s3_topic is None:
-                        raise _wire.null_error("topic", pos)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop5 = pos + 12 * n
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    if stop5 <= buflen:
-                        for (
-                            s5_partition,
-                            s5_current_leader_epoch,
-                            s5_leader_epoch,
-                        ) in _F_iii.iter_unpack(buf[pos:stop5]):
-                            o5 = _new(_C_Request__OffsetForLeaderPartition)
-                            o5.partition = s5_partition
-                            o5.current_leader_epoch = s5_current_leader_epoch
-                            o5.leader_epoch = s5_leader_epoch
-                            o5._unknown_tags = _NO_TAGS
-                            add4(o5)
-                        else:
-                            pos = stop5
-                            stop5 = -1
-                    if stop5 >= 0:  # some element carries tags, or the data is short
-                        s3_partitions = []
-                        add4 = s3_partitions.append
-                        for _ in range(n):
-                            (
-                                s6_partition,
-                                s6_current_leader_epoch,
-                                s6_leader_epoch,
-                            ) = _F_iii.unpack_from(buf, pos)
-                            pos += 12
-                            o6 = _new(_C_Request__OffsetForLeaderPartition)
-                            o6.partition = s6_partition
-                            o6.current_leader_epoch = s6_current_leader_epoch
-                            o6.leader_epoch = s6_leader_epoch
-                            o6._unknown_tags = _NO_TAGS
-                            add4(o6)
-                o3 = _new(_C_Request__OffsetForLeaderTopic)
-                o3.topic = s3_topic
-                o3.partitions = s3_partitions
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(OffsetForLeaderEpochRequest)
-        o1.replica_id = -2
-        o1.topics = s1_topics
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetForLeaderEpochRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_OffsetForLeaderEpochRequest_1(out: bytearray, o: OffsetForLeaderEpochRequest) -> None:
@@ -309,83 +166,6 @@ def _w_OffsetForLeaderEpochRequest_1(out: bytearray, o: OffsetForLeaderEpochRequ
         raise EncodeError(f"cannot write OffsetForLeaderEpochRequest: {exc}") from None
 
 
-def _r_OffsetForLeaderEpochRequest_2(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    try:
-        buflen = len(buf)
-        (s1_replica_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = _wire.KeyedList()
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_topic = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_topic, pos = _wire.read_string(buf, pos)
-                    if s3_topic is None:
-                        raise _wire.null_error("topic", pos)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop5 = pos + 12 * n
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    if stop5 <= buflen:
-                        for (
-                            s5_partition,
-                            s5_current_leader_epoch,
-                            s5_leader_epoch,
-                        ) in _F_iii.iter_unpack(buf[pos:stop5]):
-                            o5 = _new(_C_Request__OffsetForLeaderPartition)
-                            o5.partition = s5_partition
-                            o5.current_leader_epoch = s5_current_leader_epoch
-                            o5.leader_epoch = s5_leader_epoch
-                            o5._unknown_tags = _NO_TAGS
-                            add4(o5)
-                        else:
-                            pos = stop5
-                            stop5 = -1
-                    if stop5 >= 0:  # some element carries tags, or the data is short
-                        s3_partitions = []
-                        add4 = s3_partitions.append
-                        for _ in range(n):
-                            (
-                                s6_partition,
-                                s6_current_leader_epoch,
-                                s6_leader_epoch,
-                            ) = _F_iii.unpack_from(buf, pos)
-                            pos += 12
-                            o6 = _new(_C_Request__OffsetForLeaderPartition)
-                            o6.partition = s6_partition
-                            o6.current_leader_epoch = s6_current_leader_epoch
-                            o6.leader_epoch = s6_leader_epoch
-                            o6._unknown_tags = _NO_TAGS
-                            add4(o6)
-                o3 = _new(_C_Request__OffsetForLeaderTopic)
-                o3.topic = s3_topic
-                o3.partitions = s3_partitions
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(OffsetForLeaderEpochRequest)
-        o1.replica_id = s1_replica_id
-        o1.topics = s1_topics
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetForLeaderEpochRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_OffsetForLeaderEpochRequest_2(out: bytearray, o: OffsetForLeaderEpochRequest) -> None:
     x: Any
     item: Any
@@ -400,131 +180,6 @@ def _w_OffsetForLeaderEpochRequest_2(out: bytearray, o: OffsetForLeaderEpochRequ
                 _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write OffsetForLeaderEpochRequest: {exc}") from None
-
-
-def _r_OffsetForLeaderEpochRequest_3(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u6: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        (s1_replica_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = _wire.KeyedList()
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_topic, pos = _wire.read_compact_text(buf, pos, "topic")
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop5 = pos + 13 * n
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    if stop5 <= buflen:
-                        for (
-                            s5_partition,
-                            s5_current_leader_epoch,
-                            s5_leader_epoch,
-                            t5,
-                        ) in _F_iiiB.iter_unpack(buf[pos:stop5]):
-                            if t5:
-                                break
-                            o5 = _new(_C_Request__OffsetForLeaderPartition)
-                            o5.partition = s5_partition
-                            o5.current_leader_epoch = s5_current_leader_epoch
-                            o5.leader_epoch = s5_leader_epoch
-                            o5._unknown_tags = _NO_TAGS
-                            add4(o5)
-                        else:
-                            pos = stop5
-                            stop5 = -1
-                    if stop5 >= 0:  # some element carries tags, or the data is short
-                        s3_partitions = []
-                        add4 = s3_partitions.append
-                        for _ in range(n):
-                            (
-                                s6_partition,
-                                s6_current_leader_epoch,
-                                s6_leader_epoch,
-                                t6,
-                            ) = _F_iiiB.unpack_from(buf, pos)
-                            pos += 13
-                            u6 = _NO_TAGS
-                            if t6:
-                                pos -= 1
-                                count6, pos = _wire.read_tag_count(buf, pos)
-                                seen6: list[tuple[int, bytes]] = []
-                                for _ in range(count6):
-                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    seen6.append((tag6, bytes(buf[pos:end6])))
-                                    pos = end6
-                                if seen6:
-                                    u6 = tuple(seen6)
-                            o6 = _new(_C_Request__OffsetForLeaderPartition)
-                            o6.partition = s6_partition
-                            o6.current_leader_epoch = s6_current_leader_epoch
-                            o6.leader_epoch = s6_leader_epoch
-                            o6._unknown_tags = u6
-                            add4(o6)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__OffsetForLeaderTopic)
-                o3.topic = s3_topic
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(OffsetForLeaderEpochRequest)
-        o1.replica_id = s1_replica_id
-        o1.topics = s1_topics
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetForLeaderEpochRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_OffsetForLeaderEpochRequest_3(out: bytearray, o: OffsetForLeaderEpochRequest) -> None:
@@ -735,21 +390,6 @@ def _r_OffsetForLeaderEpochResponse_0(buf: Any, pos: int) -> tuple[OffsetForLead
     return o1, pos
 
 
-def _w_OffsetForLeaderEpochResponse_0(out: bytearray, o: OffsetForLeaderEpochResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write OffsetForLeaderEpochResponse: {exc}") from None
-
-
 def _r_OffsetForLeaderEpochResponse_1(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
     s1_topics: list[Any]
     s3_partitions: list[Any]
@@ -827,21 +467,6 @@ def _r_OffsetForLeaderEpochResponse_1(buf: Any, pos: int) -> tuple[OffsetForLead
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetForLeaderEpochResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_OffsetForLeaderEpochResponse_1(out: bytearray, o: OffsetForLeaderEpochResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_1(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write OffsetForLeaderEpochResponse: {exc}") from None
 
 
 def _r_OffsetForLeaderEpochResponse_2(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
@@ -923,22 +548,6 @@ def _r_OffsetForLeaderEpochResponse_2(buf: Any, pos: int) -> tuple[OffsetForLead
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetForLeaderEpochResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_OffsetForLeaderEpochResponse_2(out: bytearray, o: OffsetForLeaderEpochResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_1(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write OffsetForLeaderEpochResponse: {exc}") from None
 
 
 def _r_OffsetForLeaderEpochResponse_3(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
@@ -1070,141 +679,6 @@ def _r_OffsetForLeaderEpochResponse_3(buf: Any, pos: int) -> tuple[OffsetForLead
     return o1, pos
 
 
-def _w_OffsetForLeaderEpochResponse_3(out: bytearray, o: OffsetForLeaderEpochResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_2(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write OffsetForLeaderEpochResponse: {exc}") from None
-
-
-def _w_OffsetForLeaderEpochResponse__EpochEndOffset_0(
-    out: bytearray,
-    o: OffsetForLeaderEpochResponse.EpochEndOffset,
-) -> None:
-    try:
-        out += _F_hiq.pack(o.error_code, o.partition, o.end_offset)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write EpochEndOffset: {exc}") from None
-
-
-def _w_OffsetForLeaderEpochResponse__EpochEndOffset_1(
-    out: bytearray,
-    o: OffsetForLeaderEpochResponse.EpochEndOffset,
-) -> None:
-    try:
-        out += _F_hiiq.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write EpochEndOffset: {exc}") from None
-
-
-def _w_OffsetForLeaderEpochResponse__EpochEndOffset_2(
-    out: bytearray,
-    o: OffsetForLeaderEpochResponse.EpochEndOffset,
-) -> None:
-    try:
-        out += _F_hiiq.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write EpochEndOffset: {exc}") from None
-
-
-def _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_0(
-    out: bytearray,
-    o: OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic
-        if x is None:
-            raise EncodeError("field topic is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_OffsetForLeaderEpochResponse__EpochEndOffset_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write OffsetForLeaderTopicResult: {exc}") from None
-
-
-def _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_1(
-    out: bytearray,
-    o: OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic
-        if x is None:
-            raise EncodeError("field topic is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_OffsetForLeaderEpochResponse__EpochEndOffset_1(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write OffsetForLeaderTopicResult: {exc}") from None
-
-
-def _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_2(
-    out: bytearray,
-    o: OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic
-        if x is None:
-            raise EncodeError("field topic is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_OffsetForLeaderEpochResponse__EpochEndOffset_2(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write OffsetForLeaderTopicResult: {exc}") from None
-
-
 _C_Request__OffsetForLeaderPartition = OffsetForLeaderEpochRequest.OffsetForLeaderPartition
 _C_Request__OffsetForLeaderTopic = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
 
@@ -1241,13 +715,7 @@ _C_Request__OffsetForLeaderTopic._FIELDS = (
         False,
     ),
 )
-OffsetForLeaderEpochRequest._READERS = {
-    0: _r_OffsetForLeaderEpochRequest_0,
-    1: _r_OffsetForLeaderEpochRequest_0,
-    2: _r_OffsetForLeaderEpochRequest_1,
-    3: _r_OffsetForLeaderEpochRequest_2,
-    4: _r_OffsetForLeaderEpochRequest_3,
-}
+OffsetForLeaderEpochRequest._READERS = codec_path.broker_side(OffsetForLeaderEpochRequest, '_READERS')
 OffsetForLeaderEpochRequest._WRITERS = {
     0: _w_OffsetForLeaderEpochRequest_0,
     1: _w_OffsetForLeaderEpochRequest_0,
@@ -1377,13 +845,7 @@ OffsetForLeaderEpochResponse._READERS = {
     3: _r_OffsetForLeaderEpochResponse_2,
     4: _r_OffsetForLeaderEpochResponse_3,
 }
-OffsetForLeaderEpochResponse._WRITERS = {
-    0: _w_OffsetForLeaderEpochResponse_0,
-    1: _w_OffsetForLeaderEpochResponse_1,
-    2: _w_OffsetForLeaderEpochResponse_2,
-    3: _w_OffsetForLeaderEpochResponse_2,
-    4: _w_OffsetForLeaderEpochResponse_3,
-}
+OffsetForLeaderEpochResponse._WRITERS = codec_path.broker_side(OffsetForLeaderEpochResponse, '_WRITERS')
 _N_OffsetForLeaderEpochResponse__EpochEndOffset_0 = (
     _C_Response__EpochEndOffset,
     False,

@@ -15,13 +15,8 @@ __all__ = ['PushTelemetryRequest', 'PushTelemetryResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_iob = struct.Struct(">i?b")
-_F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
-_UUID = uuid.UUID
-_UUID_SAFE = uuid.SafeUUID.unknown
-_set = object.__setattr__
-_from_bytes = int.from_bytes
 
 
 class PushTelemetryRequest(KafkaRequest['PushTelemetryResponse']):
@@ -68,46 +63,6 @@ class PushTelemetryResponse(KafkaMessage):
 PushTelemetryRequest.RESPONSE_CLASS = PushTelemetryResponse
 
 
-def _r_PushTelemetryRequest_0(buf: Any, pos: int) -> tuple[PushTelemetryRequest, int]:
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        stop = pos + 16
-        if stop > buflen:
-            raise DecodeError("uuid runs past the end of the data", offset=pos)
-        s1_client_instance_id = _new(_UUID)
-        _set(s1_client_instance_id, "int", _from_bytes(buf[pos:stop]))
-        _set(s1_client_instance_id, "is_safe", _UUID_SAFE)
-        pos = stop
-        (s1_subscription_id, s1_terminating, s1_compression_type,) = _F_iob.unpack_from(buf, pos)
-        pos += 6
-        s1_metrics, pos = _wire.read_compact_bytes(buf, pos)
-        if s1_metrics is None:
-            raise _wire.null_error("metrics", pos)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(PushTelemetryRequest)
-        o1.client_instance_id = s1_client_instance_id
-        o1.subscription_id = s1_subscription_id
-        o1.terminating = s1_terminating
-        o1.compression_type = s1_compression_type
-        o1.metrics = s1_metrics
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PushTelemetryRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_PushTelemetryRequest_0(out: bytearray, o: PushTelemetryRequest) -> None:
     x: Any
     try:
@@ -151,17 +106,6 @@ def _r_PushTelemetryResponse_0(buf: Any, pos: int) -> tuple[PushTelemetryRespons
     return o1, pos
 
 
-def _w_PushTelemetryResponse_0(out: bytearray, o: PushTelemetryResponse) -> None:
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write PushTelemetryResponse: {exc}") from None
-
-
 
 PushTelemetryRequest._FIELDS = (
     FieldInfo('client_instance_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
@@ -170,7 +114,7 @@ PushTelemetryRequest._FIELDS = (
     FieldInfo('compression_type', 'int8', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo('metrics', 'bytes', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
-PushTelemetryRequest._READERS = {0: _r_PushTelemetryRequest_0}
+PushTelemetryRequest._READERS = codec_path.broker_side(PushTelemetryRequest, '_READERS')
 PushTelemetryRequest._WRITERS = {0: _w_PushTelemetryRequest_0}
 _N_PushTelemetryRequest_0 = (
     PushTelemetryRequest,
@@ -193,7 +137,7 @@ PushTelemetryResponse._FIELDS = (
     FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 PushTelemetryResponse._READERS = {0: _r_PushTelemetryResponse_0}
-PushTelemetryResponse._WRITERS = {0: _w_PushTelemetryResponse_0}
+PushTelemetryResponse._WRITERS = codec_path.broker_side(PushTelemetryResponse, '_WRITERS')
 _N_PushTelemetryResponse_0 = (
     PushTelemetryResponse,
     True,

@@ -14,12 +14,9 @@ __all__ = ['ReadShareGroupStateRequest', 'ReadShareGroupStateResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
-_F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _F_ii = struct.Struct(">ii")
-_F_iiB = struct.Struct(">iiB")
 _F_iq = struct.Struct(">iq")
-_F_qqbh = struct.Struct(">qqbh")
 _F_qqbhB = struct.Struct(">qqbhB")
 _NO_TAGS = _wire.EMPTY_TAGS
 _UUID = uuid.UUID
@@ -147,124 +144,6 @@ class ReadShareGroupStateResponse(KafkaMessage):
 
 
 ReadShareGroupStateRequest.RESPONSE_CLASS = ReadShareGroupStateResponse
-
-
-def _r_ReadShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[ReadShareGroupStateRequest, int]:
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u6: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                stop = pos + 16
-                if stop > buflen:
-                    raise DecodeError("uuid runs past the end of the data", offset=pos)
-                s3_topic_id = _new(_UUID)
-                _set(s3_topic_id, "int", _from_bytes(buf[pos:stop]))
-                _set(s3_topic_id, "is_safe", _UUID_SAFE)
-                pos = stop
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop5 = pos + 9 * n
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    if stop5 <= buflen:
-                        for (s5_partition, s5_leader_epoch, t5,) in _F_iiB.iter_unpack(buf[pos:stop5]):
-                            if t5:
-                                break
-                            o5 = _new(_C_Request__PartitionData)
-                            o5.partition = s5_partition
-                            o5.leader_epoch = s5_leader_epoch
-                            o5._unknown_tags = _NO_TAGS
-                            add4(o5)
-                        else:
-                            pos = stop5
-                            stop5 = -1
-                    if stop5 >= 0:  # some element carries tags, or the data is short
-                        s3_partitions = []
-                        add4 = s3_partitions.append
-                        for _ in range(n):
-                            (s6_partition, s6_leader_epoch, t6,) = _F_iiB.unpack_from(buf, pos)
-                            pos += 9
-                            u6 = _NO_TAGS
-                            if t6:
-                                pos -= 1
-                                count6, pos = _wire.read_tag_count(buf, pos)
-                                seen6: list[tuple[int, bytes]] = []
-                                for _ in range(count6):
-                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    seen6.append((tag6, bytes(buf[pos:end6])))
-                                    pos = end6
-                                if seen6:
-                                    u6 = tuple(seen6)
-                            o6 = _new(_C_Request__PartitionData)
-                            o6.partition = s6_partition
-                            o6.leader_epoch = s6_leader_epoch
-                            o6._unknown_tags = u6
-                            add4(o6)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__ReadStateData)
-                o3.topic_id = s3_topic_id
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(ReadShareGroupStateRequest)
-        o1.group_id = s1_group_id
-        o1.topics = s1_topics
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ReadShareGroupStateRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_ReadShareGroupStateRequest_0(out: bytearray, o: ReadShareGroupStateRequest) -> None:
@@ -513,103 +392,6 @@ def _r_ReadShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[ReadShareGroup
     return o1, pos
 
 
-def _w_ReadShareGroupStateResponse_0(out: bytearray, o: ReadShareGroupStateResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_ReadShareGroupStateResponse__ReadStateResult_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ReadShareGroupStateResponse: {exc}") from None
-
-
-def _w_ReadShareGroupStateResponse__StateBatch_0(
-    out: bytearray,
-    o: ReadShareGroupStateResponse.StateBatch,
-) -> None:
-    try:
-        out += _F_qqbh.pack(o.first_offset, o.last_offset, o.delivery_state, o.delivery_count)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write StateBatch: {exc}") from None
-
-
-def _w_ReadShareGroupStateResponse__PartitionResult_0(
-    out: bytearray,
-    o: ReadShareGroupStateResponse.PartitionResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.partition, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_iq.pack(o.state_epoch, o.start_offset)
-        x = o.state_batches
-        if x is None:
-            raise EncodeError("field state_batches is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_ReadShareGroupStateResponse__StateBatch_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write PartitionResult: {exc}") from None
-
-
-def _w_ReadShareGroupStateResponse__ReadStateResult_0(
-    out: bytearray,
-    o: ReadShareGroupStateResponse.ReadStateResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic_id
-        _wire.write_uuid(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_ReadShareGroupStateResponse__PartitionResult_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ReadStateResult: {exc}") from None
-
-
 _C_Request__PartitionData = ReadShareGroupStateRequest.PartitionData
 _C_Request__ReadStateData = ReadShareGroupStateRequest.ReadStateData
 
@@ -645,7 +427,7 @@ _C_Request__ReadStateData._FIELDS = (
         False,
     ),
 )
-ReadShareGroupStateRequest._READERS = {0: _r_ReadShareGroupStateRequest_0}
+ReadShareGroupStateRequest._READERS = codec_path.broker_side(ReadShareGroupStateRequest, '_READERS')
 ReadShareGroupStateRequest._WRITERS = {0: _w_ReadShareGroupStateRequest_0}
 _N_ReadShareGroupStateRequest__PartitionData_0 = (
     _C_Request__PartitionData,
@@ -736,7 +518,7 @@ _C_Response__ReadStateResult._FIELDS = (
     ),
 )
 ReadShareGroupStateResponse._READERS = {0: _r_ReadShareGroupStateResponse_0}
-ReadShareGroupStateResponse._WRITERS = {0: _w_ReadShareGroupStateResponse_0}
+ReadShareGroupStateResponse._WRITERS = codec_path.broker_side(ReadShareGroupStateResponse, '_WRITERS')
 _N_ReadShareGroupStateResponse__StateBatch_0 = (
     _C_Response__StateBatch,
     True,

@@ -15,13 +15,8 @@ __all__ = ['RemoveRaftVoterRequest', 'RemoveRaftVoterResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
-_F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
-_UUID = uuid.UUID
-_UUID_SAFE = uuid.SafeUUID.unknown
-_set = object.__setattr__
-_from_bytes = int.from_bytes
 
 
 class RemoveRaftVoterRequest(KafkaRequest['RemoveRaftVoterResponse']):
@@ -69,54 +64,6 @@ class RemoveRaftVoterResponse(KafkaMessage):
 
 
 RemoveRaftVoterRequest.RESPONSE_CLASS = RemoveRaftVoterResponse
-
-
-def _r_RemoveRaftVoterRequest_0(buf: Any, pos: int) -> tuple[RemoveRaftVoterRequest, int]:
-    s1_cluster_id: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_cluster_id = None
-            pos += 1
-        else:
-            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        (s1_voter_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        stop = pos + 16
-        if stop > buflen:
-            raise DecodeError("uuid runs past the end of the data", offset=pos)
-        s1_voter_directory_id = _new(_UUID)
-        _set(s1_voter_directory_id, "int", _from_bytes(buf[pos:stop]))
-        _set(s1_voter_directory_id, "is_safe", _UUID_SAFE)
-        pos = stop
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(RemoveRaftVoterRequest)
-        o1.cluster_id = s1_cluster_id
-        o1.voter_id = s1_voter_id
-        o1.voter_directory_id = s1_voter_directory_id
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read RemoveRaftVoterRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_RemoveRaftVoterRequest_0(out: bytearray, o: RemoveRaftVoterRequest) -> None:
@@ -180,25 +127,6 @@ def _r_RemoveRaftVoterResponse_0(buf: Any, pos: int) -> tuple[RemoveRaftVoterRes
     return o1, pos
 
 
-def _w_RemoveRaftVoterResponse_0(out: bytearray, o: RemoveRaftVoterResponse) -> None:
-    x: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write RemoveRaftVoterResponse: {exc}") from None
-
-
 
 RemoveRaftVoterRequest._FIELDS = (
     FieldInfo(
@@ -215,7 +143,7 @@ RemoveRaftVoterRequest._FIELDS = (
     FieldInfo('voter_id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo('voter_directory_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
-RemoveRaftVoterRequest._READERS = {0: _r_RemoveRaftVoterRequest_0}
+RemoveRaftVoterRequest._READERS = codec_path.broker_side(RemoveRaftVoterRequest, '_READERS')
 RemoveRaftVoterRequest._WRITERS = {0: _w_RemoveRaftVoterRequest_0}
 _N_RemoveRaftVoterRequest_0 = (
     RemoveRaftVoterRequest,
@@ -243,7 +171,7 @@ RemoveRaftVoterResponse._FIELDS = (
     ),
 )
 RemoveRaftVoterResponse._READERS = {0: _r_RemoveRaftVoterResponse_0}
-RemoveRaftVoterResponse._WRITERS = {0: _w_RemoveRaftVoterResponse_0}
+RemoveRaftVoterResponse._WRITERS = codec_path.broker_side(RemoveRaftVoterResponse, '_WRITERS')
 _N_RemoveRaftVoterResponse_0 = (
     RemoveRaftVoterResponse,
     True,

@@ -16,7 +16,6 @@ _NONE = VersionRange.NONE
 _F_hqi = struct.Struct(">hqi")
 _F_hqiB = struct.Struct(">hqiB")
 _F_q = struct.Struct(">q")
-_F_qB = struct.Struct(">qB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
 
@@ -67,22 +66,6 @@ class RenewDelegationTokenResponse(KafkaMessage):
 RenewDelegationTokenRequest.RESPONSE_CLASS = RenewDelegationTokenResponse
 
 
-def _r_RenewDelegationTokenRequest_0(buf: Any, pos: int) -> tuple[RenewDelegationTokenRequest, int]:
-    try:
-        s1_hmac, pos = _wire.read_bytes(buf, pos)
-        if s1_hmac is None:
-            raise _wire.null_error("hmac", pos)
-        (s1_renew_period_ms,) = _F_q.unpack_from(buf, pos)
-        pos += 8
-        o1 = _new(RenewDelegationTokenRequest)
-        o1.hmac = s1_hmac
-        o1.renew_period_ms = s1_renew_period_ms
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read RenewDelegationTokenRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_RenewDelegationTokenRequest_0(out: bytearray, o: RenewDelegationTokenRequest) -> None:
     x: Any
     try:
@@ -93,34 +76,6 @@ def _w_RenewDelegationTokenRequest_0(out: bytearray, o: RenewDelegationTokenRequ
         out += _F_q.pack(o.renew_period_ms)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write RenewDelegationTokenRequest: {exc}") from None
-
-
-def _r_RenewDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[RenewDelegationTokenRequest, int]:
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        s1_hmac, pos = _wire.read_compact_bytes(buf, pos)
-        if s1_hmac is None:
-            raise _wire.null_error("hmac", pos)
-        (s1_renew_period_ms, t1,) = _F_qB.unpack_from(buf, pos)
-        pos += 9
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(RenewDelegationTokenRequest)
-        o1.hmac = s1_hmac
-        o1.renew_period_ms = s1_renew_period_ms
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read RenewDelegationTokenRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_RenewDelegationTokenRequest_1(out: bytearray, o: RenewDelegationTokenRequest) -> None:
@@ -153,13 +108,6 @@ def _r_RenewDelegationTokenResponse_0(buf: Any, pos: int) -> tuple[RenewDelegati
     return o1, pos
 
 
-def _w_RenewDelegationTokenResponse_0(out: bytearray, o: RenewDelegationTokenResponse) -> None:
-    try:
-        out += _F_hqi.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write RenewDelegationTokenResponse: {exc}") from None
-
-
 def _r_RenewDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[RenewDelegationTokenResponse, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
@@ -186,27 +134,12 @@ def _r_RenewDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[RenewDelegati
     return o1, pos
 
 
-def _w_RenewDelegationTokenResponse_1(out: bytearray, o: RenewDelegationTokenResponse) -> None:
-    try:
-        out += _F_hqi.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write RenewDelegationTokenResponse: {exc}") from None
-
-
 
 RenewDelegationTokenRequest._FIELDS = (
     FieldInfo('hmac', 'bytes', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo('renew_period_ms', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
-RenewDelegationTokenRequest._READERS = {
-    0: _r_RenewDelegationTokenRequest_0,
-    1: _r_RenewDelegationTokenRequest_0,
-    2: _r_RenewDelegationTokenRequest_1,
-}
+RenewDelegationTokenRequest._READERS = codec_path.broker_side(RenewDelegationTokenRequest, '_READERS')
 RenewDelegationTokenRequest._WRITERS = {
     0: _w_RenewDelegationTokenRequest_0,
     1: _w_RenewDelegationTokenRequest_0,
@@ -243,11 +176,7 @@ RenewDelegationTokenResponse._READERS = {
     1: _r_RenewDelegationTokenResponse_0,
     2: _r_RenewDelegationTokenResponse_1,
 }
-RenewDelegationTokenResponse._WRITERS = {
-    0: _w_RenewDelegationTokenResponse_0,
-    1: _w_RenewDelegationTokenResponse_0,
-    2: _w_RenewDelegationTokenResponse_1,
-}
+RenewDelegationTokenResponse._WRITERS = codec_path.broker_side(RenewDelegationTokenResponse, '_WRITERS')
 _N_RenewDelegationTokenResponse_0 = (
     RenewDelegationTokenResponse,
     False,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from kafkacompat.errors import DecodeError, EncodeError
+from kafkacompat.errors import EncodeError
 from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
@@ -14,7 +14,6 @@ __all__ = ['RequestHeader']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_hhi = struct.Struct(">hhi")
-_NO_TAGS = _wire.EMPTY_TAGS
 
 
 class RequestHeader(KafkaMessage):
@@ -40,52 +39,11 @@ class RequestHeader(KafkaMessage):
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
 
 
-def _r_RequestHeader_0(buf: Any, pos: int) -> tuple[RequestHeader, int]:
-    try:
-        (s1_request_api_key, s1_request_api_version, s1_correlation_id,) = _F_hhi.unpack_from(buf, pos)
-        pos += 8
-        o1 = _new(RequestHeader)
-        o1.request_api_key = s1_request_api_key
-        o1.request_api_version = s1_request_api_version
-        o1.correlation_id = s1_correlation_id
-        o1.client_id = ""
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read RequestHeader: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_RequestHeader_0(out: bytearray, o: RequestHeader) -> None:
     try:
         out += _F_hhi.pack(o.request_api_key, o.request_api_version, o.correlation_id)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write RequestHeader: {exc}") from None
-
-
-def _r_RequestHeader_1(buf: Any, pos: int) -> tuple[RequestHeader, int]:
-    s1_client_id: str | None
-    try:
-        buflen = len(buf)
-        (s1_request_api_key, s1_request_api_version, s1_correlation_id,) = _F_hhi.unpack_from(buf, pos)
-        pos += 8
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_client_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_client_id, pos = _wire.read_string(buf, pos)
-        o1 = _new(RequestHeader)
-        o1.request_api_key = s1_request_api_key
-        o1.request_api_version = s1_request_api_version
-        o1.correlation_id = s1_correlation_id
-        o1.client_id = s1_client_id
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read RequestHeader: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_RequestHeader_1(out: bytearray, o: RequestHeader) -> None:
@@ -96,45 +54,6 @@ def _w_RequestHeader_1(out: bytearray, o: RequestHeader) -> None:
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write RequestHeader: {exc}") from None
-
-
-def _r_RequestHeader_2(buf: Any, pos: int) -> tuple[RequestHeader, int]:
-    s1_client_id: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        (s1_request_api_key, s1_request_api_version, s1_correlation_id,) = _F_hhi.unpack_from(buf, pos)
-        pos += 8
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_client_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_client_id, pos = _wire.read_string(buf, pos)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(RequestHeader)
-        o1.request_api_key = s1_request_api_key
-        o1.request_api_version = s1_request_api_version
-        o1.correlation_id = s1_correlation_id
-        o1.client_id = s1_client_id
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read RequestHeader: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_RequestHeader_2(out: bytearray, o: RequestHeader) -> None:
@@ -168,7 +87,7 @@ RequestHeader._FIELDS = (
         True,
     ),
 )
-RequestHeader._READERS = {0: _r_RequestHeader_0, 1: _r_RequestHeader_1, 2: _r_RequestHeader_2}
+RequestHeader._READERS = codec_path.broker_side(RequestHeader, '_READERS')
 RequestHeader._WRITERS = {0: _w_RequestHeader_0, 1: _w_RequestHeader_1, 2: _w_RequestHeader_2}
 _N_RequestHeader_0 = (
     RequestHeader,

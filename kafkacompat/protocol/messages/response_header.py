@@ -4,7 +4,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from kafkacompat.errors import DecodeError, EncodeError
+from kafkacompat.errors import DecodeError
 from kafkacompat.protocol import _wire, codec_path
 from kafkacompat.protocol.message import FieldInfo, KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
@@ -43,13 +43,6 @@ def _r_ResponseHeader_0(buf: Any, pos: int) -> tuple[ResponseHeader, int]:
     return o1, pos
 
 
-def _w_ResponseHeader_0(out: bytearray, o: ResponseHeader) -> None:
-    try:
-        out += _F_i.pack(o.correlation_id)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ResponseHeader: {exc}") from None
-
-
 def _r_ResponseHeader_1(buf: Any, pos: int) -> tuple[ResponseHeader, int]:
     u1: tuple[tuple[int, bytes], ...]
     try:
@@ -74,23 +67,12 @@ def _r_ResponseHeader_1(buf: Any, pos: int) -> tuple[ResponseHeader, int]:
     return o1, pos
 
 
-def _w_ResponseHeader_1(out: bytearray, o: ResponseHeader) -> None:
-    try:
-        out += _F_i.pack(o.correlation_id)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ResponseHeader: {exc}") from None
-
-
 
 ResponseHeader._FIELDS = (
     FieldInfo('correlation_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 ResponseHeader._READERS = {0: _r_ResponseHeader_0, 1: _r_ResponseHeader_1}
-ResponseHeader._WRITERS = {0: _w_ResponseHeader_0, 1: _w_ResponseHeader_1}
+ResponseHeader._WRITERS = codec_path.broker_side(ResponseHeader, '_WRITERS')
 _N_ResponseHeader_0 = (ResponseHeader, False, (('correlation_id', 3, None),), (), ())
 _N_ResponseHeader_1 = (ResponseHeader, True, (('correlation_id', 35, None),), (), ())
 ResponseHeader._LAYOUTS = {0: _N_ResponseHeader_0, 1: _N_ResponseHeader_1}

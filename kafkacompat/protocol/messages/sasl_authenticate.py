@@ -61,19 +61,6 @@ class SaslAuthenticateResponse(KafkaMessage):
 SaslAuthenticateRequest.RESPONSE_CLASS = SaslAuthenticateResponse
 
 
-def _r_SaslAuthenticateRequest_0(buf: Any, pos: int) -> tuple[SaslAuthenticateRequest, int]:
-    try:
-        s1_auth_bytes, pos = _wire.read_bytes(buf, pos)
-        if s1_auth_bytes is None:
-            raise _wire.null_error("auth_bytes", pos)
-        o1 = _new(SaslAuthenticateRequest)
-        o1.auth_bytes = s1_auth_bytes
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read SaslAuthenticateRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_SaslAuthenticateRequest_0(out: bytearray, o: SaslAuthenticateRequest) -> None:
     x: Any
     try:
@@ -83,32 +70,6 @@ def _w_SaslAuthenticateRequest_0(out: bytearray, o: SaslAuthenticateRequest) -> 
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write SaslAuthenticateRequest: {exc}") from None
-
-
-def _r_SaslAuthenticateRequest_1(buf: Any, pos: int) -> tuple[SaslAuthenticateRequest, int]:
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        s1_auth_bytes, pos = _wire.read_compact_bytes(buf, pos)
-        if s1_auth_bytes is None:
-            raise _wire.null_error("auth_bytes", pos)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(SaslAuthenticateRequest)
-        o1.auth_bytes = s1_auth_bytes
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read SaslAuthenticateRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_SaslAuthenticateRequest_1(out: bytearray, o: SaslAuthenticateRequest) -> None:
@@ -155,20 +116,6 @@ def _r_SaslAuthenticateResponse_0(buf: Any, pos: int) -> tuple[SaslAuthenticateR
     return o1, pos
 
 
-def _w_SaslAuthenticateResponse_0(out: bytearray, o: SaslAuthenticateResponse) -> None:
-    x: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        _wire.write_string(out, x)
-        x = o.auth_bytes
-        if x is None:
-            raise EncodeError("field auth_bytes is None but not nullable at this version")
-        _wire.write_bytes(out, x)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write SaslAuthenticateResponse: {exc}") from None
-
-
 def _r_SaslAuthenticateResponse_1(buf: Any, pos: int) -> tuple[SaslAuthenticateResponse, int]:
     s1_error_message: str | None
     try:
@@ -198,21 +145,6 @@ def _r_SaslAuthenticateResponse_1(buf: Any, pos: int) -> tuple[SaslAuthenticateR
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read SaslAuthenticateResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_SaslAuthenticateResponse_1(out: bytearray, o: SaslAuthenticateResponse) -> None:
-    x: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        _wire.write_string(out, x)
-        x = o.auth_bytes
-        if x is None:
-            raise EncodeError("field auth_bytes is None but not nullable at this version")
-        _wire.write_bytes(out, x)
-        out += _F_q.pack(o.session_lifetime_ms)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write SaslAuthenticateResponse: {exc}") from None
 
 
 def _r_SaslAuthenticateResponse_2(buf: Any, pos: int) -> tuple[SaslAuthenticateResponse, int]:
@@ -260,39 +192,11 @@ def _r_SaslAuthenticateResponse_2(buf: Any, pos: int) -> tuple[SaslAuthenticateR
     return o1, pos
 
 
-def _w_SaslAuthenticateResponse_2(out: bytearray, o: SaslAuthenticateResponse) -> None:
-    x: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.auth_bytes
-        if x is None:
-            raise EncodeError("field auth_bytes is None but not nullable at this version")
-        _wire.write_compact_bytes(out, x)
-        out += _F_q.pack(o.session_lifetime_ms)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write SaslAuthenticateResponse: {exc}") from None
-
-
 
 SaslAuthenticateRequest._FIELDS = (
     FieldInfo('auth_bytes', 'bytes', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
 )
-SaslAuthenticateRequest._READERS = {
-    0: _r_SaslAuthenticateRequest_0,
-    1: _r_SaslAuthenticateRequest_0,
-    2: _r_SaslAuthenticateRequest_1,
-}
+SaslAuthenticateRequest._READERS = codec_path.broker_side(SaslAuthenticateRequest, '_READERS')
 SaslAuthenticateRequest._WRITERS = {
     0: _w_SaslAuthenticateRequest_0,
     1: _w_SaslAuthenticateRequest_0,
@@ -328,11 +232,7 @@ SaslAuthenticateResponse._READERS = {
     1: _r_SaslAuthenticateResponse_1,
     2: _r_SaslAuthenticateResponse_2,
 }
-SaslAuthenticateResponse._WRITERS = {
-    0: _w_SaslAuthenticateResponse_0,
-    1: _w_SaslAuthenticateResponse_1,
-    2: _w_SaslAuthenticateResponse_2,
-}
+SaslAuthenticateResponse._WRITERS = codec_path.broker_side(SaslAuthenticateResponse, '_WRITERS')
 _N_SaslAuthenticateResponse_0 = (
     SaslAuthenticateResponse,
     False,

@@ -50,28 +50,6 @@ class SaslHandshakeResponse(KafkaMessage):
 SaslHandshakeRequest.RESPONSE_CLASS = SaslHandshakeResponse
 
 
-def _r_SaslHandshakeRequest_0(buf: Any, pos: int) -> tuple[SaslHandshakeRequest, int]:
-    try:
-        buflen = len(buf)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_mechanism = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_mechanism, pos = _wire.read_string(buf, pos)
-            if s1_mechanism is None:
-                raise _wire.null_error("mechanism", pos)
-        o1 = _new(SaslHandshakeRequest)
-        o1.mechanism = s1_mechanism
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read SaslHandshakeRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_SaslHandshakeRequest_0(out: bytearray, o: SaslHandshakeRequest) -> None:
     x: Any
     try:
@@ -109,29 +87,11 @@ def _r_SaslHandshakeResponse_0(buf: Any, pos: int) -> tuple[SaslHandshakeRespons
     return o1, pos
 
 
-def _w_SaslHandshakeResponse_0(out: bytearray, o: SaslHandshakeResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.mechanisms
-        if x is None:
-            raise EncodeError("field mechanisms is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                if item is None:
-                    raise EncodeError("an element of mechanisms is None")
-                _wire.write_string(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write SaslHandshakeResponse: {exc}") from None
-
-
 
 SaslHandshakeRequest._FIELDS = (
     FieldInfo('mechanism', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
-SaslHandshakeRequest._READERS = {0: _r_SaslHandshakeRequest_0, 1: _r_SaslHandshakeRequest_0}
+SaslHandshakeRequest._READERS = codec_path.broker_side(SaslHandshakeRequest, '_READERS')
 SaslHandshakeRequest._WRITERS = {0: _w_SaslHandshakeRequest_0, 1: _w_SaslHandshakeRequest_0}
 _N_SaslHandshakeRequest_0 = (SaslHandshakeRequest, False, (('mechanism', 11, None),), (), ())
 SaslHandshakeRequest._LAYOUTS = {0: _N_SaslHandshakeRequest_0, 1: _N_SaslHandshakeRequest_0}
@@ -142,7 +102,7 @@ SaslHandshakeResponse._FIELDS = (
     FieldInfo('mechanisms', 'string', None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 SaslHandshakeResponse._READERS = {0: _r_SaslHandshakeResponse_0, 1: _r_SaslHandshakeResponse_0}
-SaslHandshakeResponse._WRITERS = {0: _w_SaslHandshakeResponse_0, 1: _w_SaslHandshakeResponse_0}
+SaslHandshakeResponse._WRITERS = codec_path.broker_side(SaslHandshakeResponse, '_WRITERS')
 _N_SaslHandshakeResponse_0 = (
     SaslHandshakeResponse,
     False,

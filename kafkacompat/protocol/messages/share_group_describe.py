@@ -15,17 +15,13 @@ __all__ = ['ShareGroupDescribeRequest', 'ShareGroupDescribeResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
-_F_oB = struct.Struct(">?B")
-_F_h = struct.Struct(">h")
 _F_hB = struct.Struct(">hB")
 _F_i = struct.Struct(">i")
 _F_iB = struct.Struct(">iB")
-_F_ii = struct.Struct(">ii")
 _F_iiB = struct.Struct(">iiB")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_i = _wire.SHORT_ARRAYS["i"]
 _K_i = _wire.COUNTED_ARRAYS["i"]
-_PC_i = _wire.COMPACT_PREFIXED["i"]
 _UUID = uuid.UUID
 _UUID_SAFE = uuid.SafeUUID.unknown
 _set = object.__setattr__
@@ -185,55 +181,6 @@ class ShareGroupDescribeResponse(KafkaMessage):
 
 
 ShareGroupDescribeRequest.RESPONSE_CLASS = ShareGroupDescribeResponse
-
-
-def _r_ShareGroupDescribeRequest_0(buf: Any, pos: int) -> tuple[ShareGroupDescribeRequest, int]:
-    item: Any
-    s1_group_ids: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("group_ids", pos)
-        else:
-            s1_group_ids = []
-            add2 = s1_group_ids.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    item, pos = _wire.read_compact_text(buf, pos, "group_ids[]")
-                add2(item)
-        (s1_include_authorized_operations, t1,) = _F_oB.unpack_from(buf, pos)
-        pos += 2
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(ShareGroupDescribeRequest)
-        o1.group_ids = s1_group_ids
-        o1.include_authorized_operations = s1_include_authorized_operations
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ShareGroupDescribeRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_ShareGroupDescribeRequest_0(out: bytearray, o: ShareGroupDescribeRequest) -> None:
@@ -566,219 +513,6 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
     return o1, pos
 
 
-def _w_ShareGroupDescribeResponse_0(out: bytearray, o: ShareGroupDescribeResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_i.pack(o.throttle_time_ms)
-        x = o.groups
-        if x is None:
-            raise EncodeError("field groups is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_ShareGroupDescribeResponse__DescribedGroup_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ShareGroupDescribeResponse: {exc}") from None
-
-
-def _w_ShareGroupDescribeResponse__TopicPartitions_0(
-    out: bytearray,
-    o: ShareGroupDescribeResponse.TopicPartitions,
-) -> None:
-    x: Any
-    try:
-        x = o.topic_id
-        _wire.write_uuid(out, x)
-        x = o.topic_name
-        if x is None:
-            raise EncodeError("field topic_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out.append(1)
-            elif n < 32:
-                out += _PC_i[n].pack(n + 1, *x)
-            else:
-                out += _wire.uvarint(n + 1)
-                _wire.write_int_array(out, x, "i")
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write TopicPartitions: {exc}") from None
-
-
-def _w_ShareGroupDescribeResponse__Assignment_0(
-    out: bytearray,
-    o: ShareGroupDescribeResponse.Assignment,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic_partitions
-        if x is None:
-            raise EncodeError("field topic_partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_ShareGroupDescribeResponse__TopicPartitions_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write Assignment: {exc}") from None
-
-
-def _w_ShareGroupDescribeResponse__Member_0(out: bytearray, o: ShareGroupDescribeResponse.Member) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.member_id
-        if x is None:
-            raise EncodeError("field member_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.rack_id
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_i.pack(o.member_epoch)
-        x = o.client_id
-        if x is None:
-            raise EncodeError("field client_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.client_host
-        if x is None:
-            raise EncodeError("field client_host is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.subscribed_topic_names
-        if x is None:
-            raise EncodeError("field subscribed_topic_names is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                if item is None:
-                    raise EncodeError("an element of subscribed_topic_names is None")
-                if item.__class__ is str and len(item) < 0x20:
-                    data = item.encode()
-                    out.append(len(data) + 1)
-                    out += data
-                else:
-                    _wire.write_compact_string(out, item)
-        x = o.assignment
-        _w_ShareGroupDescribeResponse__Assignment_0(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write Member: {exc}") from None
-
-
-def _w_ShareGroupDescribeResponse__DescribedGroup_0(
-    out: bytearray,
-    o: ShareGroupDescribeResponse.DescribedGroup,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.group_id
-        if x is None:
-            raise EncodeError("field group_id is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.group_state
-        if x is None:
-            raise EncodeError("field group_state is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_ii.pack(o.group_epoch, o.assignment_epoch)
-        x = o.assignor_name
-        if x is None:
-            raise EncodeError("field assignor_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.members
-        if x is None:
-            raise EncodeError("field members is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_ShareGroupDescribeResponse__Member_0(out, item)
-        out += _F_i.pack(o.authorized_operations)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write DescribedGroup: {exc}") from None
-
-
 
 ShareGroupDescribeRequest._FIELDS = (
     FieldInfo('group_ids', 'string', None, True, VersionRange(0, 1), _NONE, _NONE, None, False),
@@ -794,7 +528,7 @@ ShareGroupDescribeRequest._FIELDS = (
         False,
     ),
 )
-ShareGroupDescribeRequest._READERS = {0: _r_ShareGroupDescribeRequest_0, 1: _r_ShareGroupDescribeRequest_0}
+ShareGroupDescribeRequest._READERS = codec_path.broker_side(ShareGroupDescribeRequest, '_READERS')
 ShareGroupDescribeRequest._WRITERS = {0: _w_ShareGroupDescribeRequest_0, 1: _w_ShareGroupDescribeRequest_0}
 _N_ShareGroupDescribeRequest_0 = (
     ShareGroupDescribeRequest,
@@ -893,7 +627,7 @@ _C_Response__DescribedGroup._FIELDS = (
     FieldInfo('authorized_operations', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
 )
 ShareGroupDescribeResponse._READERS = {0: _r_ShareGroupDescribeResponse_0, 1: _r_ShareGroupDescribeResponse_0}
-ShareGroupDescribeResponse._WRITERS = {0: _w_ShareGroupDescribeResponse_0, 1: _w_ShareGroupDescribeResponse_0}
+ShareGroupDescribeResponse._WRITERS = codec_path.broker_side(ShareGroupDescribeResponse, '_WRITERS')
 _N_ShareGroupDescribeResponse__TopicPartitions_0 = (
     _C_Response__TopicPartitions,
     True,

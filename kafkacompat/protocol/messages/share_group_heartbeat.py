@@ -15,14 +15,11 @@ __all__ = ['ShareGroupHeartbeatRequest', 'ShareGroupHeartbeatResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
-_F_iB = struct.Struct(">iB")
-_F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _F_ii = struct.Struct(">ii")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_i = _wire.SHORT_ARRAYS["i"]
 _K_i = _wire.COUNTED_ARRAYS["i"]
-_PC_i = _wire.COMPACT_PREFIXED["i"]
 _UUID = uuid.UUID
 _UUID_SAFE = uuid.SafeUUID.unknown
 _set = object.__setattr__
@@ -126,89 +123,6 @@ class ShareGroupHeartbeatResponse(KafkaMessage):
 
 
 ShareGroupHeartbeatRequest.RESPONSE_CLASS = ShareGroupHeartbeatResponse
-
-
-def _r_ShareGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ShareGroupHeartbeatRequest, int]:
-    item: Any
-    s1_rack_id: str | None
-    s1_subscribed_topic_names: list[Any] | None
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
-        (s1_member_epoch, size,) = _F_iB.unpack_from(buf, pos)
-        pos += 4
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_rack_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_rack_id = None
-            pos += 1
-        else:
-            s1_rack_id, pos = _wire.read_compact_string(buf, pos)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            s1_subscribed_topic_names = None
-        else:
-            s1_subscribed_topic_names = []
-            add2 = s1_subscribed_topic_names.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    item, pos = _wire.read_compact_text(buf, pos, "subscribed_topic_names[]")
-                add2(item)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(ShareGroupHeartbeatRequest)
-        o1.group_id = s1_group_id
-        o1.member_id = s1_member_id
-        o1.member_epoch = s1_member_epoch
-        o1.rack_id = s1_rack_id
-        o1.subscribed_topic_names = s1_subscribed_topic_names
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ShareGroupHeartbeatRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_ShareGroupHeartbeatRequest_0(out: bytearray, o: ShareGroupHeartbeatRequest) -> None:
@@ -408,92 +322,6 @@ def _r_ShareGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[ShareGroupHear
     return o1, pos
 
 
-def _w_ShareGroupHeartbeatResponse_0(out: bytearray, o: ShareGroupHeartbeatResponse) -> None:
-    x: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.member_id
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_ii.pack(o.member_epoch, o.heartbeat_interval_ms)
-        x = o.assignment
-        if x is None:
-            out += b'\xff'
-        else:
-            out += b'\x01'
-            _w_ShareGroupHeartbeatResponse__Assignment_0(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write ShareGroupHeartbeatResponse: {exc}") from None
-
-
-def _w_ShareGroupHeartbeatResponse__TopicPartitions_0(
-    out: bytearray,
-    o: ShareGroupHeartbeatResponse.TopicPartitions,
-) -> None:
-    x: Any
-    try:
-        x = o.topic_id
-        _wire.write_uuid(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            n = len(x)
-            if not n:
-                out.append(1)
-            elif n < 32:
-                out += _PC_i[n].pack(n + 1, *x)
-            else:
-                out += _wire.uvarint(n + 1)
-                _wire.write_int_array(out, x, "i")
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write TopicPartitions: {exc}") from None
-
-
-def _w_ShareGroupHeartbeatResponse__Assignment_0(
-    out: bytearray,
-    o: ShareGroupHeartbeatResponse.Assignment,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic_partitions
-        if x is None:
-            raise EncodeError("field topic_partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_ShareGroupHeartbeatResponse__TopicPartitions_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write Assignment: {exc}") from None
-
-
 
 ShareGroupHeartbeatRequest._FIELDS = (
     FieldInfo('group_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False),
@@ -522,7 +350,7 @@ ShareGroupHeartbeatRequest._FIELDS = (
         False,
     ),
 )
-ShareGroupHeartbeatRequest._READERS = {0: _r_ShareGroupHeartbeatRequest_0, 1: _r_ShareGroupHeartbeatRequest_0}
+ShareGroupHeartbeatRequest._READERS = codec_path.broker_side(ShareGroupHeartbeatRequest, '_READERS')
 ShareGroupHeartbeatRequest._WRITERS = {0: _w_ShareGroupHeartbeatRequest_0, 1: _w_ShareGroupHeartbeatRequest_0}
 _N_ShareGroupHeartbeatRequest_0 = (
     ShareGroupHeartbeatRequest,
@@ -602,10 +430,7 @@ ShareGroupHeartbeatResponse._READERS = {
     0: _r_ShareGroupHeartbeatResponse_0,
     1: _r_ShareGroupHeartbeatResponse_0,
 }
-ShareGroupHeartbeatResponse._WRITERS = {
-    0: _w_ShareGroupHeartbeatResponse_0,
-    1: _w_ShareGroupHeartbeatResponse_0,
-}
+ShareGroupHeartbeatResponse._WRITERS = codec_path.broker_side(ShareGroupHeartbeatResponse, '_WRITERS')
 _N_ShareGroupHeartbeatResponse__TopicPartitions_0 = (
     _C_Response__TopicPartitions,
     True,

@@ -19,12 +19,9 @@ _F_ioiq = struct.Struct(">i?iq")
 _F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _F_iio = struct.Struct(">ii?")
-_F_iioB = struct.Struct(">ii?B")
 _F_iiq = struct.Struct(">iiq")
 _F_iiqo = struct.Struct(">iiq?")
 _NO_TAGS = _wire.EMPTY_TAGS
-_A_i = _wire.SHORT_ARRAYS["i"]
-_K_i = _wire.COUNTED_ARRAYS["i"]
 _PC_i = _wire.COMPACT_PREFIXED["i"]
 _PI_i = _wire.CLASSIC_PREFIXED["i"]
 
@@ -157,52 +154,6 @@ class StopReplicaResponse(KafkaMessage):
 StopReplicaRequest.RESPONSE_CLASS = StopReplicaResponse
 
 
-def _r_StopReplicaRequest_0(buf: Any, pos: int) -> tuple[StopReplicaRequest, int]:
-    s1_ungrouped_partitions: list[Any]
-    try:
-        buflen = len(buf)
-        (s1_controller_id, s1_controller_epoch, s1_delete_partitions,) = _F_iio.unpack_from(buf, pos)
-        pos += 9
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("ungrouped_partitions", pos)
-        else:
-            s1_ungrouped_partitions = []
-            add2 = s1_ungrouped_partitions.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_topic_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_topic_name, pos = _wire.read_string(buf, pos)
-                    if s3_topic_name is None:
-                        raise _wire.null_error("topic_name", pos)
-                (s3_partition_index,) = _F_i.unpack_from(buf, pos)
-                pos += 4
-                o3 = _new(_C_Request__StopReplicaPartitionV0)
-                o3.topic_name = s3_topic_name
-                o3.partition_index = s3_partition_index
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(StopReplicaRequest)
-        o1.controller_id = s1_controller_id
-        o1.is_k_raft_controller = False
-        o1.controller_epoch = s1_controller_epoch
-        o1.broker_epoch = -1
-        o1.delete_partitions = s1_delete_partitions
-        o1.ungrouped_partitions = s1_ungrouped_partitions
-        o1.topics = []
-        o1.topic_states = []
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read StopReplicaRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_StopReplicaRequest_0(out: bytearray, o: StopReplicaRequest) -> None:
     x: Any
     item: Any
@@ -225,66 +176,6 @@ def _w_StopReplicaRequest_0(out: bytearray, o: StopReplicaRequest) -> None:
                 _w_StopReplicaRequest__StopReplicaPartitionV0_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write StopReplicaRequest: {exc}") from None
-
-
-def _r_StopReplicaRequest_1(buf: Any, pos: int) -> tuple[StopReplicaRequest, int]:
-    s1_topics: list[Any]
-    s3_partition_indexes: list[Any]
-    try:
-        buflen = len(buf)
-        (
-            s1_controller_id,
-            s1_controller_epoch,
-            s1_broker_epoch,
-            s1_delete_partitions,
-        ) = _F_iiqo.unpack_from(buf, pos)
-        pos += 17
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_string(buf, pos)
-                    if s3_name is None:
-                        raise _wire.null_error("name", pos)
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partition_indexes", pos)
-                else:
-                    stop = pos + 4 * n
-                    if n < 32 and stop <= buflen:
-                        s3_partition_indexes = [*_A_i[n].unpack_from(buf, pos)]
-                        pos = stop
-                    else:
-                        s3_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                o3 = _new(_C_Request__StopReplicaTopicV1)
-                o3.name = s3_name
-                o3.partition_indexes = s3_partition_indexes
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(StopReplicaRequest)
-        o1.controller_id = s1_controller_id
-        o1.is_k_raft_controller = False
-        o1.controller_epoch = s1_controller_epoch
-        o1.broker_epoch = s1_broker_epoch
-        o1.delete_partitions = s1_delete_partitions
-        o1.ungrouped_partitions = []
-        o1.topics = s1_topics
-        o1.topic_states = []
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read StopReplicaRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_StopReplicaRequest_1(out: bytearray, o: StopReplicaRequest) -> None:
@@ -311,106 +202,6 @@ def _w_StopReplicaRequest_1(out: bytearray, o: StopReplicaRequest) -> None:
                 _w_StopReplicaRequest__StopReplicaTopicV1_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write StopReplicaRequest: {exc}") from None
-
-
-def _r_StopReplicaRequest_2(buf: Any, pos: int) -> tuple[StopReplicaRequest, int]:
-    s1_topics: list[Any]
-    s3_partition_indexes: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        (
-            s1_controller_id,
-            s1_controller_epoch,
-            s1_broker_epoch,
-            s1_delete_partitions,
-        ) = _F_iiqo.unpack_from(buf, pos)
-        pos += 17
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                c = buf[pos]
-                if c == 1:  # empty (offline replicas, mostly): no unpack
-                    s3_partition_indexes = []
-                    pos += 1
-                elif 0 < c <= 32:
-                    s3_partition_indexes = [*_K_i[c].unpack_from(buf, pos)]
-                    pos += 4 * c - 3
-                else:
-                    n = buf[pos] - 1
-                    if n < 0x7F:
-                        pos += 1
-                    else:
-                        n, pos = _wire.read_compact_array_count(buf, pos)
-                    if n < 0:
-                        raise _wire.null_error("partition_indexes", pos)
-                    else:
-                        stop = pos + 4 * n
-                        if n < 32 and stop <= buflen:
-                            s3_partition_indexes = [*_A_i[n].unpack_from(buf, pos)]
-                            pos = stop
-                        else:
-                            s3_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__StopReplicaTopicV1)
-                o3.name = s3_name
-                o3.partition_indexes = s3_partition_indexes
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(StopReplicaRequest)
-        o1.controller_id = s1_controller_id
-        o1.is_k_raft_controller = False
-        o1.controller_epoch = s1_controller_epoch
-        o1.broker_epoch = s1_broker_epoch
-        o1.delete_partitions = s1_delete_partitions
-        o1.ungrouped_partitions = []
-        o1.topics = s1_topics
-        o1.topic_states = []
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read StopReplicaRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_StopReplicaRequest_2(out: bytearray, o: StopReplicaRequest) -> None:
@@ -444,137 +235,6 @@ def _w_StopReplicaRequest_2(out: bytearray, o: StopReplicaRequest) -> None:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write StopReplicaRequest: {exc}") from None
-
-
-def _r_StopReplicaRequest_3(buf: Any, pos: int) -> tuple[StopReplicaRequest, int]:
-    s1_topic_states: list[Any]
-    s3_partition_states: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u6: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        (s1_controller_id, s1_controller_epoch, s1_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
-        pos += 16
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topic_states", pos)
-        else:
-            s1_topic_states = []
-            add2 = s1_topic_states.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partition_states", pos)
-                else:
-                    stop5 = pos + 10 * n
-                    s3_partition_states = []
-                    add4 = s3_partition_states.append
-                    if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_leader_epoch,
-                            s5_delete_partition,
-                            t5,
-                        ) in _F_iioB.iter_unpack(buf[pos:stop5]):
-                            if t5:
-                                break
-                            o5 = _new(_C_Request__StopReplicaPartitionState)
-                            o5.partition_index = s5_partition_index
-                            o5.leader_epoch = s5_leader_epoch
-                            o5.delete_partition = s5_delete_partition
-                            o5._unknown_tags = _NO_TAGS
-                            add4(o5)
-                        else:
-                            pos = stop5
-                            stop5 = -1
-                    if stop5 >= 0:  # some element carries tags, or the data is short
-                        s3_partition_states = []
-                        add4 = s3_partition_states.append
-                        for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_leader_epoch,
-                                s6_delete_partition,
-                                t6,
-                            ) = _F_iioB.unpack_from(buf, pos)
-                            pos += 10
-                            u6 = _NO_TAGS
-                            if t6:
-                                pos -= 1
-                                count6, pos = _wire.read_tag_count(buf, pos)
-                                seen6: list[tuple[int, bytes]] = []
-                                for _ in range(count6):
-                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    seen6.append((tag6, bytes(buf[pos:end6])))
-                                    pos = end6
-                                if seen6:
-                                    u6 = tuple(seen6)
-                            o6 = _new(_C_Request__StopReplicaPartitionState)
-                            o6.partition_index = s6_partition_index
-                            o6.leader_epoch = s6_leader_epoch
-                            o6.delete_partition = s6_delete_partition
-                            o6._unknown_tags = u6
-                            add4(o6)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__StopReplicaTopicState)
-                o3.topic_name = s3_topic_name
-                o3.partition_states = s3_partition_states
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(StopReplicaRequest)
-        o1.controller_id = s1_controller_id
-        o1.is_k_raft_controller = False
-        o1.controller_epoch = s1_controller_epoch
-        o1.broker_epoch = s1_broker_epoch
-        o1.delete_partitions = False
-        o1.ungrouped_partitions = []
-        o1.topics = []
-        o1.topic_states = s1_topic_states
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read StopReplicaRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_StopReplicaRequest_3(out: bytearray, o: StopReplicaRequest) -> None:
@@ -612,142 +272,6 @@ def _w_StopReplicaRequest_3(out: bytearray, o: StopReplicaRequest) -> None:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write StopReplicaRequest: {exc}") from None
-
-
-def _r_StopReplicaRequest_4(buf: Any, pos: int) -> tuple[StopReplicaRequest, int]:
-    s1_topic_states: list[Any]
-    s3_partition_states: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u6: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        (
-            s1_controller_id,
-            s1_is_k_raft_controller,
-            s1_controller_epoch,
-            s1_broker_epoch,
-        ) = _F_ioiq.unpack_from(buf, pos)
-        pos += 17
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topic_states", pos)
-        else:
-            s1_topic_states = []
-            add2 = s1_topic_states.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partition_states", pos)
-                else:
-                    stop5 = pos + 10 * n
-                    s3_partition_states = []
-                    add4 = s3_partition_states.append
-                    if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_leader_epoch,
-                            s5_delete_partition,
-                            t5,
-                        ) in _F_iioB.iter_unpack(buf[pos:stop5]):
-                            if t5:
-                                break
-                            o5 = _new(_C_Request__StopReplicaPartitionState)
-                            o5.partition_index = s5_partition_index
-                            o5.leader_epoch = s5_leader_epoch
-                            o5.delete_partition = s5_delete_partition
-                            o5._unknown_tags = _NO_TAGS
-                            add4(o5)
-                        else:
-                            pos = stop5
-                            stop5 = -1
-                    if stop5 >= 0:  # some element carries tags, or the data is short
-                        s3_partition_states = []
-                        add4 = s3_partition_states.append
-                        for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_leader_epoch,
-                                s6_delete_partition,
-                                t6,
-                            ) = _F_iioB.unpack_from(buf, pos)
-                            pos += 10
-                            u6 = _NO_TAGS
-                            if t6:
-                                pos -= 1
-                                count6, pos = _wire.read_tag_count(buf, pos)
-                                seen6: list[tuple[int, bytes]] = []
-                                for _ in range(count6):
-                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    seen6.append((tag6, bytes(buf[pos:end6])))
-                                    pos = end6
-                                if seen6:
-                                    u6 = tuple(seen6)
-                            o6 = _new(_C_Request__StopReplicaPartitionState)
-                            o6.partition_index = s6_partition_index
-                            o6.leader_epoch = s6_leader_epoch
-                            o6.delete_partition = s6_delete_partition
-                            o6._unknown_tags = u6
-                            add4(o6)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__StopReplicaTopicState)
-                o3.topic_name = s3_topic_name
-                o3.partition_states = s3_partition_states
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(StopReplicaRequest)
-        o1.controller_id = s1_controller_id
-        o1.is_k_raft_controller = s1_is_k_raft_controller
-        o1.controller_epoch = s1_controller_epoch
-        o1.broker_epoch = s1_broker_epoch
-        o1.delete_partitions = False
-        o1.ungrouped_partitions = []
-        o1.topics = []
-        o1.topic_states = s1_topic_states
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read StopReplicaRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_StopReplicaRequest_4(out: bytearray, o: StopReplicaRequest) -> None:
@@ -948,22 +472,6 @@ def _r_StopReplicaResponse_0(buf: Any, pos: int) -> tuple[StopReplicaResponse, i
     return o1, pos
 
 
-def _w_StopReplicaResponse_0(out: bytearray, o: StopReplicaResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.partition_errors
-        if x is None:
-            raise EncodeError("field partition_errors is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_StopReplicaResponse__StopReplicaPartitionError_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write StopReplicaResponse: {exc}") from None
-
-
 def _r_StopReplicaResponse_1(buf: Any, pos: int) -> tuple[StopReplicaResponse, int]:
     s1_partition_errors: list[Any]
     u1: tuple[tuple[int, bytes], ...]
@@ -1030,68 +538,6 @@ def _r_StopReplicaResponse_1(buf: Any, pos: int) -> tuple[StopReplicaResponse, i
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read StopReplicaResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_StopReplicaResponse_1(out: bytearray, o: StopReplicaResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.partition_errors
-        if x is None:
-            raise EncodeError("field partition_errors is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_StopReplicaResponse__StopReplicaPartitionError_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write StopReplicaResponse: {exc}") from None
-
-
-def _w_StopReplicaResponse__StopReplicaPartitionError_0(
-    out: bytearray,
-    o: StopReplicaResponse.StopReplicaPartitionError,
-) -> None:
-    x: Any
-    try:
-        x = o.topic_name
-        if x is None:
-            raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        out += _F_ih.pack(o.partition_index, o.error_code)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write StopReplicaPartitionError: {exc}") from None
-
-
-def _w_StopReplicaResponse__StopReplicaPartitionError_1(
-    out: bytearray,
-    o: StopReplicaResponse.StopReplicaPartitionError,
-) -> None:
-    x: Any
-    try:
-        x = o.topic_name
-        if x is None:
-            raise EncodeError("field topic_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_ih.pack(o.partition_index, o.error_code)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write StopReplicaPartitionError: {exc}") from None
 
 
 _C_Request__StopReplicaPartitionV0 = StopReplicaRequest.StopReplicaPartitionV0
@@ -1166,13 +612,7 @@ _C_Request__StopReplicaTopicState._FIELDS = (
         False,
     ),
 )
-StopReplicaRequest._READERS = {
-    0: _r_StopReplicaRequest_0,
-    1: _r_StopReplicaRequest_1,
-    2: _r_StopReplicaRequest_2,
-    3: _r_StopReplicaRequest_3,
-    4: _r_StopReplicaRequest_4,
-}
+StopReplicaRequest._READERS = codec_path.broker_side(StopReplicaRequest, '_READERS')
 StopReplicaRequest._WRITERS = {
     0: _w_StopReplicaRequest_0,
     1: _w_StopReplicaRequest_1,
@@ -1324,13 +764,7 @@ StopReplicaResponse._READERS = {
     3: _r_StopReplicaResponse_1,
     4: _r_StopReplicaResponse_1,
 }
-StopReplicaResponse._WRITERS = {
-    0: _w_StopReplicaResponse_0,
-    1: _w_StopReplicaResponse_0,
-    2: _w_StopReplicaResponse_1,
-    3: _w_StopReplicaResponse_1,
-    4: _w_StopReplicaResponse_1,
-}
+StopReplicaResponse._WRITERS = codec_path.broker_side(StopReplicaResponse, '_WRITERS')
 _N_StopReplicaResponse__StopReplicaPartitionError_0 = (
     _C_Response__StopReplicaPartitionError,
     False,

@@ -15,7 +15,6 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
-_F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
@@ -97,74 +96,6 @@ class SyncGroupResponse(KafkaMessage):
 SyncGroupRequest.RESPONSE_CLASS = SyncGroupResponse
 
 
-def _r_SyncGroupRequest_0(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
-    s1_assignments: list[Any]
-    try:
-        buflen = len(buf)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_string(buf, pos)
-            if s1_group_id is None:
-                raise _wire.null_error("group_id", pos)
-        (s1_generation_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_member_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_member_id, pos = _wire.read_string(buf, pos)
-            if s1_member_id is None:
-                raise _wire.null_error("member_id", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("assignments", pos)
-        else:
-            s1_assignments = []
-            add2 = s1_assignments.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_member_id = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_member_id, pos = _wire.read_string(buf, pos)
-                    if s3_member_id is None:
-                        raise _wire.null_error("member_id", pos)
-                s3_assignment, pos = _wire.read_bytes(buf, pos)
-                if s3_assignment is None:
-                    raise _wire.null_error("assignment", pos)
-                o3 = _new(_C_Request__SyncGroupRequestAssignment)
-                o3.member_id = s3_member_id
-                o3.assignment = s3_assignment
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(SyncGroupRequest)
-        o1.group_id = s1_group_id
-        o1.generation_id = s1_generation_id
-        o1.member_id = s1_member_id
-        o1.group_instance_id = None
-        o1.protocol_type = None
-        o1.protocol_name = None
-        o1.assignments = s1_assignments
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read SyncGroupRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_SyncGroupRequest_0(out: bytearray, o: SyncGroupRequest) -> None:
     x: Any
     item: Any
@@ -193,84 +124,6 @@ def _w_SyncGroupRequest_0(out: bytearray, o: SyncGroupRequest) -> None:
         raise EncodeError(f"cannot write SyncGroupRequest: {exc}") from None
 
 
-def _r_SyncGroupRequest_1(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
-    s1_assignments: list[Any]
-    s1_group_instance_id: str | None
-    try:
-        buflen = len(buf)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_string(buf, pos)
-            if s1_group_id is None:
-                raise _wire.null_error("group_id", pos)
-        (s1_generation_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_member_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_member_id, pos = _wire.read_string(buf, pos)
-            if s1_member_id is None:
-                raise _wire.null_error("member_id", pos)
-        size = buf[pos] << 8 | buf[pos + 1]
-        if size < 0x8000:
-            stop = pos + 2 + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-            s1_group_instance_id = buf[pos + 2 : stop].decode()
-            pos = stop
-        else:
-            s1_group_instance_id, pos = _wire.read_string(buf, pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("assignments", pos)
-        else:
-            s1_assignments = []
-            add2 = s1_assignments.append
-            for _ in range(n):
-                size = buf[pos] << 8 | buf[pos + 1]
-                if size < 0x8000:
-                    stop = pos + 2 + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                    s3_member_id = buf[pos + 2 : stop].decode()
-                    pos = stop
-                else:
-                    s3_member_id, pos = _wire.read_string(buf, pos)
-                    if s3_member_id is None:
-                        raise _wire.null_error("member_id", pos)
-                s3_assignment, pos = _wire.read_bytes(buf, pos)
-                if s3_assignment is None:
-                    raise _wire.null_error("assignment", pos)
-                o3 = _new(_C_Request__SyncGroupRequestAssignment)
-                o3.member_id = s3_member_id
-                o3.assignment = s3_assignment
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(SyncGroupRequest)
-        o1.group_id = s1_group_id
-        o1.generation_id = s1_generation_id
-        o1.member_id = s1_member_id
-        o1.group_instance_id = s1_group_instance_id
-        o1.protocol_type = None
-        o1.protocol_name = None
-        o1.assignments = s1_assignments
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read SyncGroupRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_SyncGroupRequest_1(out: bytearray, o: SyncGroupRequest) -> None:
     x: Any
     item: Any
@@ -295,110 +148,6 @@ def _w_SyncGroupRequest_1(out: bytearray, o: SyncGroupRequest) -> None:
                 _w_SyncGroupRequest__SyncGroupRequestAssignment_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write SyncGroupRequest: {exc}") from None
-
-
-def _r_SyncGroupRequest_2(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
-    s1_assignments: list[Any]
-    s1_group_instance_id: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        (s1_generation_id, size,) = _F_iB.unpack_from(buf, pos)
-        pos += 4
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_instance_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_group_instance_id = None
-            pos += 1
-        else:
-            s1_group_instance_id, pos = _wire.read_compact_string(buf, pos)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("assignments", pos)
-        else:
-            s1_assignments = []
-            add2 = s1_assignments.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_member_id = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
-                s3_assignment, pos = _wire.read_compact_bytes(buf, pos)
-                if s3_assignment is None:
-                    raise _wire.null_error("assignment", pos)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__SyncGroupRequestAssignment)
-                o3.member_id = s3_member_id
-                o3.assignment = s3_assignment
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(SyncGroupRequest)
-        o1.group_id = s1_group_id
-        o1.generation_id = s1_generation_id
-        o1.member_id = s1_member_id
-        o1.group_instance_id = s1_group_instance_id
-        o1.protocol_type = None
-        o1.protocol_name = None
-        o1.assignments = s1_assignments
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read SyncGroupRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_SyncGroupRequest_2(out: bytearray, o: SyncGroupRequest) -> None:
@@ -447,136 +196,6 @@ def _w_SyncGroupRequest_2(out: bytearray, o: SyncGroupRequest) -> None:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write SyncGroupRequest: {exc}") from None
-
-
-def _r_SyncGroupRequest_3(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
-    s1_assignments: list[Any]
-    s1_group_instance_id: str | None
-    s1_protocol_name: str | None
-    s1_protocol_type: str | None
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        (s1_generation_id, size,) = _F_iB.unpack_from(buf, pos)
-        pos += 4
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_instance_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_group_instance_id = None
-            pos += 1
-        else:
-            s1_group_instance_id, pos = _wire.read_compact_string(buf, pos)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_protocol_type = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_protocol_type = None
-            pos += 1
-        else:
-            s1_protocol_type, pos = _wire.read_compact_string(buf, pos)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_protocol_name = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_protocol_name = None
-            pos += 1
-        else:
-            s1_protocol_name, pos = _wire.read_compact_string(buf, pos)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("assignments", pos)
-        else:
-            s1_assignments = []
-            add2 = s1_assignments.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_member_id = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
-                s3_assignment, pos = _wire.read_compact_bytes(buf, pos)
-                if s3_assignment is None:
-                    raise _wire.null_error("assignment", pos)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__SyncGroupRequestAssignment)
-                o3.member_id = s3_member_id
-                o3.assignment = s3_assignment
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(SyncGroupRequest)
-        o1.group_id = s1_group_id
-        o1.generation_id = s1_generation_id
-        o1.member_id = s1_member_id
-        o1.group_instance_id = s1_group_instance_id
-        o1.protocol_type = s1_protocol_type
-        o1.protocol_name = s1_protocol_name
-        o1.assignments = s1_assignments
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read SyncGroupRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_SyncGroupRequest_3(out: bytearray, o: SyncGroupRequest) -> None:
@@ -705,18 +324,6 @@ def _r_SyncGroupResponse_0(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
     return o1, pos
 
 
-def _w_SyncGroupResponse_0(out: bytearray, o: SyncGroupResponse) -> None:
-    x: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.assignment
-        if x is None:
-            raise EncodeError("field assignment is None but not nullable at this version")
-        _wire.write_bytes(out, x)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write SyncGroupResponse: {exc}") from None
-
-
 def _r_SyncGroupResponse_1(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
     try:
         (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
@@ -734,18 +341,6 @@ def _r_SyncGroupResponse_1(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read SyncGroupResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_SyncGroupResponse_1(out: bytearray, o: SyncGroupResponse) -> None:
-    x: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.assignment
-        if x is None:
-            raise EncodeError("field assignment is None but not nullable at this version")
-        _wire.write_bytes(out, x)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write SyncGroupResponse: {exc}") from None
 
 
 def _r_SyncGroupResponse_2(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
@@ -778,22 +373,6 @@ def _r_SyncGroupResponse_2(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read SyncGroupResponse: {exc}", offset=pos) from None
     return o1, pos
-
-
-def _w_SyncGroupResponse_2(out: bytearray, o: SyncGroupResponse) -> None:
-    x: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.assignment
-        if x is None:
-            raise EncodeError("field assignment is None but not nullable at this version")
-        _wire.write_compact_bytes(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write SyncGroupResponse: {exc}") from None
 
 
 def _r_SyncGroupResponse_3(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
@@ -854,36 +433,6 @@ def _r_SyncGroupResponse_3(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
     return o1, pos
 
 
-def _w_SyncGroupResponse_3(out: bytearray, o: SyncGroupResponse) -> None:
-    x: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.protocol_type
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.protocol_name
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.assignment
-        if x is None:
-            raise EncodeError("field assignment is None but not nullable at this version")
-        _wire.write_compact_bytes(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write SyncGroupResponse: {exc}") from None
-
-
 _C_Request__SyncGroupRequestAssignment = SyncGroupRequest.SyncGroupRequestAssignment
 
 SyncGroupRequest._FIELDS = (
@@ -939,14 +488,7 @@ _C_Request__SyncGroupRequestAssignment._FIELDS = (
     FieldInfo('member_id', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
     FieldInfo('assignment', 'bytes', None, False, VersionRange(0, 5), _NONE, _NONE, None, False),
 )
-SyncGroupRequest._READERS = {
-    0: _r_SyncGroupRequest_0,
-    1: _r_SyncGroupRequest_0,
-    2: _r_SyncGroupRequest_0,
-    3: _r_SyncGroupRequest_1,
-    4: _r_SyncGroupRequest_2,
-    5: _r_SyncGroupRequest_3,
-}
+SyncGroupRequest._READERS = codec_path.broker_side(SyncGroupRequest, '_READERS')
 SyncGroupRequest._WRITERS = {
     0: _w_SyncGroupRequest_0,
     1: _w_SyncGroupRequest_0,
@@ -1067,14 +609,7 @@ SyncGroupResponse._READERS = {
     4: _r_SyncGroupResponse_2,
     5: _r_SyncGroupResponse_3,
 }
-SyncGroupResponse._WRITERS = {
-    0: _w_SyncGroupResponse_0,
-    1: _w_SyncGroupResponse_1,
-    2: _w_SyncGroupResponse_1,
-    3: _w_SyncGroupResponse_1,
-    4: _w_SyncGroupResponse_2,
-    5: _w_SyncGroupResponse_3,
-}
+SyncGroupResponse._WRITERS = codec_path.broker_side(SyncGroupResponse, '_WRITERS')
 _N_SyncGroupResponse_0 = (
     SyncGroupResponse,
     False,

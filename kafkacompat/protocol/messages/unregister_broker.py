@@ -14,8 +14,6 @@ __all__ = ['UnregisterBrokerRequest', 'UnregisterBrokerResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
-_F_iB = struct.Struct(">iB")
-_F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
@@ -57,30 +55,6 @@ class UnregisterBrokerResponse(KafkaMessage):
 
 
 UnregisterBrokerRequest.RESPONSE_CLASS = UnregisterBrokerResponse
-
-
-def _r_UnregisterBrokerRequest_0(buf: Any, pos: int) -> tuple[UnregisterBrokerRequest, int]:
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        (s1_broker_id, t1,) = _F_iB.unpack_from(buf, pos)
-        pos += 5
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(UnregisterBrokerRequest)
-        o1.broker_id = s1_broker_id
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UnregisterBrokerRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_UnregisterBrokerRequest_0(out: bytearray, o: UnregisterBrokerRequest) -> None:
@@ -134,30 +108,11 @@ def _r_UnregisterBrokerResponse_0(buf: Any, pos: int) -> tuple[UnregisterBrokerR
     return o1, pos
 
 
-def _w_UnregisterBrokerResponse_0(out: bytearray, o: UnregisterBrokerResponse) -> None:
-    x: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write UnregisterBrokerResponse: {exc}") from None
-
-
 
 UnregisterBrokerRequest._FIELDS = (
     FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
-UnregisterBrokerRequest._READERS = {0: _r_UnregisterBrokerRequest_0}
+UnregisterBrokerRequest._READERS = codec_path.broker_side(UnregisterBrokerRequest, '_READERS')
 UnregisterBrokerRequest._WRITERS = {0: _w_UnregisterBrokerRequest_0}
 _N_UnregisterBrokerRequest_0 = (UnregisterBrokerRequest, True, (('broker_id', 35, None),), (), ())
 UnregisterBrokerRequest._LAYOUTS = {0: _N_UnregisterBrokerRequest_0}
@@ -179,7 +134,7 @@ UnregisterBrokerResponse._FIELDS = (
     ),
 )
 UnregisterBrokerResponse._READERS = {0: _r_UnregisterBrokerResponse_0}
-UnregisterBrokerResponse._WRITERS = {0: _w_UnregisterBrokerResponse_0}
+UnregisterBrokerResponse._WRITERS = codec_path.broker_side(UnregisterBrokerResponse, '_WRITERS')
 _N_UnregisterBrokerResponse_0 = (
     UnregisterBrokerResponse,
     True,

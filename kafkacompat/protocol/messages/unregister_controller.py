@@ -14,8 +14,6 @@ __all__ = ['UnregisterControllerRequest', 'UnregisterControllerResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
-_F_iB = struct.Struct(">iB")
-_F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
@@ -57,30 +55,6 @@ class UnregisterControllerResponse(KafkaMessage):
 
 
 UnregisterControllerRequest.RESPONSE_CLASS = UnregisterControllerResponse
-
-
-def _r_UnregisterControllerRequest_0(buf: Any, pos: int) -> tuple[UnregisterControllerRequest, int]:
-    u1: tuple[tuple[int, bytes], ...]
-    try:
-        (s1_controller_id, t1,) = _F_iB.unpack_from(buf, pos)
-        pos += 5
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(UnregisterControllerRequest)
-        o1.controller_id = s1_controller_id
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UnregisterControllerRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_UnregisterControllerRequest_0(out: bytearray, o: UnregisterControllerRequest) -> None:
@@ -134,30 +108,11 @@ def _r_UnregisterControllerResponse_0(buf: Any, pos: int) -> tuple[UnregisterCon
     return o1, pos
 
 
-def _w_UnregisterControllerResponse_0(out: bytearray, o: UnregisterControllerResponse) -> None:
-    x: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write UnregisterControllerResponse: {exc}") from None
-
-
 
 UnregisterControllerRequest._FIELDS = (
     FieldInfo('controller_id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
-UnregisterControllerRequest._READERS = {0: _r_UnregisterControllerRequest_0}
+UnregisterControllerRequest._READERS = codec_path.broker_side(UnregisterControllerRequest, '_READERS')
 UnregisterControllerRequest._WRITERS = {0: _w_UnregisterControllerRequest_0}
 _N_UnregisterControllerRequest_0 = (UnregisterControllerRequest, True, (('controller_id', 35, None),), (), ())
 UnregisterControllerRequest._LAYOUTS = {0: _N_UnregisterControllerRequest_0}
@@ -179,7 +134,7 @@ UnregisterControllerResponse._FIELDS = (
     ),
 )
 UnregisterControllerResponse._READERS = {0: _r_UnregisterControllerResponse_0}
-UnregisterControllerResponse._WRITERS = {0: _w_UnregisterControllerResponse_0}
+UnregisterControllerResponse._WRITERS = codec_path.broker_side(UnregisterControllerResponse, '_WRITERS')
 _N_UnregisterControllerResponse_0 = (
     UnregisterControllerResponse,
     True,

@@ -14,15 +14,10 @@ __all__ = ['UpdateFeaturesRequest', 'UpdateFeaturesResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
-_F_oB = struct.Struct(">?B")
-_F_h = struct.Struct(">h")
 _F_ho = struct.Struct(">h?")
-_F_hoB = struct.Struct(">h?B")
 _F_hB = struct.Struct(">hB")
 _F_hb = struct.Struct(">hb")
-_F_hbB = struct.Struct(">hbB")
 _F_i = struct.Struct(">i")
-_F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
 
@@ -106,76 +101,6 @@ class UpdateFeaturesResponse(KafkaMessage):
 UpdateFeaturesRequest.RESPONSE_CLASS = UpdateFeaturesResponse
 
 
-def _r_UpdateFeaturesRequest_0(buf: Any, pos: int) -> tuple[UpdateFeaturesRequest, int]:
-    s1_feature_updates: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        (s1_timeout_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("feature_updates", pos)
-        else:
-            s1_feature_updates = _wire.KeyedList()
-            add2 = s1_feature_updates.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_feature = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_feature, pos = _wire.read_compact_text(buf, pos, "feature")
-                (s3_max_version_level, s3_allow_downgrade, t3,) = _F_hoB.unpack_from(buf, pos)
-                pos += 4
-                u3 = _NO_TAGS
-                if t3:
-                    pos -= 1
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__FeatureUpdateKey)
-                o3.feature = s3_feature
-                o3.max_version_level = s3_max_version_level
-                o3.allow_downgrade = s3_allow_downgrade
-                o3.upgrade_type = 1
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(UpdateFeaturesRequest)
-        o1.timeout_ms = s1_timeout_ms
-        o1.feature_updates = s1_feature_updates
-        o1.validate_only = False
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UpdateFeaturesRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_UpdateFeaturesRequest_0(out: bytearray, o: UpdateFeaturesRequest) -> None:
     x: Any
     item: Any
@@ -201,77 +126,6 @@ def _w_UpdateFeaturesRequest_0(out: bytearray, o: UpdateFeaturesRequest) -> None
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write UpdateFeaturesRequest: {exc}") from None
-
-
-def _r_UpdateFeaturesRequest_1(buf: Any, pos: int) -> tuple[UpdateFeaturesRequest, int]:
-    s1_feature_updates: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        (s1_timeout_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("feature_updates", pos)
-        else:
-            s1_feature_updates = _wire.KeyedList()
-            add2 = s1_feature_updates.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_feature = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_feature, pos = _wire.read_compact_text(buf, pos, "feature")
-                (s3_max_version_level, s3_upgrade_type, t3,) = _F_hbB.unpack_from(buf, pos)
-                pos += 4
-                u3 = _NO_TAGS
-                if t3:
-                    pos -= 1
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__FeatureUpdateKey)
-                o3.feature = s3_feature
-                o3.max_version_level = s3_max_version_level
-                o3.allow_downgrade = False
-                o3.upgrade_type = s3_upgrade_type
-                o3._unknown_tags = u3
-                add2(o3)
-        (s1_validate_only, t1,) = _F_oB.unpack_from(buf, pos)
-        pos += 2
-        u1 = _NO_TAGS
-        if t1:
-            pos -= 1
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(UpdateFeaturesRequest)
-        o1.timeout_ms = s1_timeout_ms
-        o1.feature_updates = s1_feature_updates
-        o1.validate_only = s1_validate_only
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UpdateFeaturesRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_UpdateFeaturesRequest_1(out: bytearray, o: UpdateFeaturesRequest) -> None:
@@ -447,36 +301,6 @@ def _r_UpdateFeaturesResponse_0(buf: Any, pos: int) -> tuple[UpdateFeaturesRespo
     return o1, pos
 
 
-def _w_UpdateFeaturesResponse_0(out: bytearray, o: UpdateFeaturesResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_UpdateFeaturesResponse__UpdatableFeatureResult_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write UpdateFeaturesResponse: {exc}") from None
-
-
 def _r_UpdateFeaturesResponse_1(buf: Any, pos: int) -> tuple[UpdateFeaturesResponse, int]:
     s1_error_message: str | None
     u1: tuple[tuple[int, bytes], ...]
@@ -518,56 +342,6 @@ def _r_UpdateFeaturesResponse_1(buf: Any, pos: int) -> tuple[UpdateFeaturesRespo
     return o1, pos
 
 
-def _w_UpdateFeaturesResponse_1(out: bytearray, o: UpdateFeaturesResponse) -> None:
-    x: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write UpdateFeaturesResponse: {exc}") from None
-
-
-def _w_UpdateFeaturesResponse__UpdatableFeatureResult_0(
-    out: bytearray,
-    o: UpdateFeaturesResponse.UpdatableFeatureResult,
-) -> None:
-    x: Any
-    try:
-        x = o.feature
-        if x is None:
-            raise EncodeError("field feature is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_h.pack(o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write UpdatableFeatureResult: {exc}") from None
-
-
 _C_Request__FeatureUpdateKey = UpdateFeaturesRequest.FeatureUpdateKey
 
 UpdateFeaturesRequest._FIELDS = (
@@ -591,11 +365,7 @@ _C_Request__FeatureUpdateKey._FIELDS = (
     FieldInfo('allow_downgrade', 'bool', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo('upgrade_type', 'int8', None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
 )
-UpdateFeaturesRequest._READERS = {
-    0: _r_UpdateFeaturesRequest_0,
-    1: _r_UpdateFeaturesRequest_1,
-    2: _r_UpdateFeaturesRequest_1,
-}
+UpdateFeaturesRequest._READERS = codec_path.broker_side(UpdateFeaturesRequest, '_READERS')
 UpdateFeaturesRequest._WRITERS = {
     0: _w_UpdateFeaturesRequest_0,
     1: _w_UpdateFeaturesRequest_1,
@@ -687,11 +457,7 @@ UpdateFeaturesResponse._READERS = {
     1: _r_UpdateFeaturesResponse_0,
     2: _r_UpdateFeaturesResponse_1,
 }
-UpdateFeaturesResponse._WRITERS = {
-    0: _w_UpdateFeaturesResponse_0,
-    1: _w_UpdateFeaturesResponse_0,
-    2: _w_UpdateFeaturesResponse_1,
-}
+UpdateFeaturesResponse._WRITERS = codec_path.broker_side(UpdateFeaturesResponse, '_WRITERS')
 _N_UpdateFeaturesResponse__UpdatableFeatureResult_0 = (
     _C_Response__UpdatableFeatureResult,
     True,

@@ -15,19 +15,12 @@ __all__ = ['UpdateRaftVoterRequest', 'UpdateRaftVoterResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_H = struct.Struct(">H")
-_F_HB = struct.Struct(">HB")
 _F_hh = struct.Struct(">hh")
-_F_hhB = struct.Struct(">hhB")
-_F_i = struct.Struct(">i")
 _F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
 _F_ii = struct.Struct(">ii")
 _F_iiB = struct.Struct(">iiB")
 _NO_TAGS = _wire.EMPTY_TAGS
-_UUID = uuid.UUID
-_UUID_SAFE = uuid.SafeUUID.unknown
-_set = object.__setattr__
-_from_bytes = int.from_bytes
 
 
 class UpdateRaftVoterRequest(KafkaRequest['UpdateRaftVoterResponse']):
@@ -134,127 +127,6 @@ class UpdateRaftVoterResponse(KafkaMessage):
 
 
 UpdateRaftVoterRequest.RESPONSE_CLASS = UpdateRaftVoterResponse
-
-
-def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequest, int]:
-    s1_cluster_id: str | None
-    s1_k_raft_version_feature: UpdateRaftVoterRequest.KRaftVersionFeature
-    s1_listeners: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u4: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_cluster_id = None
-            pos += 1
-        else:
-            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        (s1_current_leader_epoch, s1_voter_id,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        stop = pos + 16
-        if stop > buflen:
-            raise DecodeError("uuid runs past the end of the data", offset=pos)
-        s1_voter_directory_id = _new(_UUID)
-        _set(s1_voter_directory_id, "int", _from_bytes(buf[pos:stop]))
-        _set(s1_voter_directory_id, "is_safe", _UUID_SAFE)
-        pos = stop
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("listeners", pos)
-        else:
-            s1_listeners = _wire.KeyedList()
-            add2 = s1_listeners.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
-                (s3_port, t3,) = _F_HB.unpack_from(buf, pos)
-                pos += 3
-                u3 = _NO_TAGS
-                if t3:
-                    pos -= 1
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__Listener)
-                o3.name = s3_name
-                o3.host = s3_host
-                o3.port = s3_port
-                o3._unknown_tags = u3
-                add2(o3)
-        (s4_min_supported_version, s4_max_supported_version, t4,) = _F_hhB.unpack_from(buf, pos)
-        pos += 5
-        u4 = _NO_TAGS
-        if t4:
-            pos -= 1
-            count4, pos = _wire.read_tag_count(buf, pos)
-            seen4: list[tuple[int, bytes]] = []
-            for _ in range(count4):
-                tag4, pos, end4 = _wire.read_tag_header(buf, pos)
-                seen4.append((tag4, bytes(buf[pos:end4])))
-                pos = end4
-            if seen4:
-                u4 = tuple(seen4)
-        o4 = _new(_C_Request__KRaftVersionFeature)
-        o4.min_supported_version = s4_min_supported_version
-        o4.max_supported_version = s4_max_supported_version
-        o4._unknown_tags = u4
-        s1_k_raft_version_feature = o4
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(UpdateRaftVoterRequest)
-        o1.cluster_id = s1_cluster_id
-        o1.current_leader_epoch = s1_current_leader_epoch
-        o1.voter_id = s1_voter_id
-        o1.voter_directory_id = s1_voter_directory_id
-        o1.listeners = s1_listeners
-        o1.k_raft_version_feature = s1_k_raft_version_feature
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UpdateRaftVoterRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_UpdateRaftVoterRequest_0(out: bytearray, o: UpdateRaftVoterRequest) -> None:
@@ -403,49 +275,6 @@ def _r_UpdateRaftVoterResponse_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRes
     return o1, pos
 
 
-def _w_UpdateRaftVoterResponse_0(out: bytearray, o: UpdateRaftVoterResponse) -> None:
-    x: Any
-    try:
-        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if o.current_leader != UpdateRaftVoterResponse.CurrentLeader():
-            t = bytearray()
-            x = o.current_leader
-            _w_UpdateRaftVoterResponse__CurrentLeader_0(t, x)
-            tags.append((0, t))
-        if tags or o._unknown_tags:
-            _wire.write_tagged_fields(out, tags, o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write UpdateRaftVoterResponse: {exc}") from None
-
-
-def _w_UpdateRaftVoterResponse__CurrentLeader_0(
-    out: bytearray,
-    o: UpdateRaftVoterResponse.CurrentLeader,
-) -> None:
-    x: Any
-    try:
-        out += _F_ii.pack(o.leader_id, o.leader_epoch)
-        x = o.host
-        if x is None:
-            raise EncodeError("field host is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_i.pack(o.port)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write CurrentLeader: {exc}") from None
-
-
 _C_Request__Listener = UpdateRaftVoterRequest.Listener
 _C_Request__KRaftVersionFeature = UpdateRaftVoterRequest.KRaftVersionFeature
 
@@ -496,7 +325,7 @@ _C_Request__KRaftVersionFeature._FIELDS = (
     FieldInfo('min_supported_version', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
     FieldInfo('max_supported_version', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
-UpdateRaftVoterRequest._READERS = {0: _r_UpdateRaftVoterRequest_0}
+UpdateRaftVoterRequest._READERS = codec_path.broker_side(UpdateRaftVoterRequest, '_READERS')
 UpdateRaftVoterRequest._WRITERS = {0: _w_UpdateRaftVoterRequest_0}
 _N_UpdateRaftVoterRequest__Listener_0 = (
     _C_Request__Listener,
@@ -552,7 +381,7 @@ _C_Response__CurrentLeader._FIELDS = (
     FieldInfo('port', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False),
 )
 UpdateRaftVoterResponse._READERS = {0: _r_UpdateRaftVoterResponse_0}
-UpdateRaftVoterResponse._WRITERS = {0: _w_UpdateRaftVoterResponse_0}
+UpdateRaftVoterResponse._WRITERS = codec_path.broker_side(UpdateRaftVoterResponse, '_WRITERS')
 _N_UpdateRaftVoterResponse__CurrentLeader_0 = (
     _C_Response__CurrentLeader,
     True,

@@ -14,25 +14,16 @@ __all__ = ['VoteRequest', 'VoteResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
-_F_H = struct.Struct(">H")
 _F_HB = struct.Struct(">HB")
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 _F_iB = struct.Struct(">iB")
-_F_ihiio = struct.Struct(">ihii?")
 _F_ihiioB = struct.Struct(">ihii?B")
 _F_iii = struct.Struct(">iii")
 _F_iiiiq = struct.Struct(">iiiiq")
-_F_iiiiqB = struct.Struct(">iiiiqB")
 _F_iq = struct.Struct(">iq")
 _F_iqo = struct.Struct(">iq?")
-_F_iqoB = struct.Struct(">iq?B")
-_F_iqB = struct.Struct(">iqB")
 _NO_TAGS = _wire.EMPTY_TAGS
-_UUID = uuid.UUID
-_UUID_SAFE = uuid.SafeUUID.unknown
-_set = object.__setattr__
-_from_bytes = int.from_bytes
 
 
 class VoteRequest(KafkaRequest['VoteResponse']):
@@ -193,157 +184,6 @@ class VoteResponse(KafkaMessage):
 VoteRequest.RESPONSE_CLASS = VoteResponse
 
 
-def _r_VoteRequest_0(buf: Any, pos: int) -> tuple[VoteRequest, int]:
-    s1_cluster_id: str | None
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u6: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_cluster_id = None
-            pos += 1
-        else:
-            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    stop5 = pos + 25 * n
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    if stop5 <= buflen:
-                        for (
-                            s5_partition_index,
-                            s5_replica_epoch,
-                            s5_replica_id,
-                            s5_last_offset_epoch,
-                            s5_last_offset,
-                            t5,
-                        ) in _F_iiiiqB.iter_unpack(buf[pos:stop5]):
-                            if t5:
-                                break
-                            o5 = _new(_C_Request__PartitionData)
-                            o5.partition_index = s5_partition_index
-                            o5.replica_epoch = s5_replica_epoch
-                            o5.replica_id = s5_replica_id
-                            o5.last_offset_epoch = s5_last_offset_epoch
-                            o5.last_offset = s5_last_offset
-                            o5.replica_directory_id = _wire.ZERO_UUID
-                            o5.voter_directory_id = _wire.ZERO_UUID
-                            o5.pre_vote = False
-                            o5._unknown_tags = _NO_TAGS
-                            add4(o5)
-                        else:
-                            pos = stop5
-                            stop5 = -1
-                    if stop5 >= 0:  # some element carries tags, or the data is short
-                        s3_partitions = []
-                        add4 = s3_partitions.append
-                        for _ in range(n):
-                            (
-                                s6_partition_index,
-                                s6_replica_epoch,
-                                s6_replica_id,
-                                s6_last_offset_epoch,
-                                s6_last_offset,
-                                t6,
-                            ) = _F_iiiiqB.unpack_from(buf, pos)
-                            pos += 25
-                            u6 = _NO_TAGS
-                            if t6:
-                                pos -= 1
-                                count6, pos = _wire.read_tag_count(buf, pos)
-                                seen6: list[tuple[int, bytes]] = []
-                                for _ in range(count6):
-                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    seen6.append((tag6, bytes(buf[pos:end6])))
-                                    pos = end6
-                                if seen6:
-                                    u6 = tuple(seen6)
-                            o6 = _new(_C_Request__PartitionData)
-                            o6.partition_index = s6_partition_index
-                            o6.replica_epoch = s6_replica_epoch
-                            o6.replica_id = s6_replica_id
-                            o6.replica_directory_id = _wire.ZERO_UUID
-                            o6.voter_directory_id = _wire.ZERO_UUID
-                            o6.last_offset_epoch = s6_last_offset_epoch
-                            o6.last_offset = s6_last_offset
-                            o6.pre_vote = False
-                            o6._unknown_tags = u6
-                            add4(o6)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__TopicData)
-                o3.topic_name = s3_topic_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(VoteRequest)
-        o1.cluster_id = s1_cluster_id
-        o1.voter_id = -1
-        o1.topics = s1_topics
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read VoteRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_VoteRequest_0(out: bytearray, o: VoteRequest) -> None:
     x: Any
     item: Any
@@ -371,139 +211,6 @@ def _w_VoteRequest_0(out: bytearray, o: VoteRequest) -> None:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write VoteRequest: {exc}") from None
-
-
-def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
-    s1_cluster_id: str | None
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u5: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_cluster_id = None
-            pos += 1
-        else:
-            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        (s1_voter_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    for _ in range(n):
-                        (s5_partition_index, s5_replica_epoch, s5_replica_id,) = _F_iii.unpack_from(buf, pos)
-                        pos += 12
-                        stop = pos + 16
-                        if stop > buflen:
-                            raise DecodeError("uuid runs past the end of the data", offset=pos)
-                        s5_replica_directory_id = _new(_UUID)
-                        _set(s5_replica_directory_id, "int", _from_bytes(buf[pos:stop]))
-                        _set(s5_replica_directory_id, "is_safe", _UUID_SAFE)
-                        pos = stop
-                        stop = pos + 16
-                        if stop > buflen:
-                            raise DecodeError("uuid runs past the end of the data", offset=pos)
-                        s5_voter_directory_id = _new(_UUID)
-                        _set(s5_voter_directory_id, "int", _from_bytes(buf[pos:stop]))
-                        _set(s5_voter_directory_id, "is_safe", _UUID_SAFE)
-                        pos = stop
-                        (s5_last_offset_epoch, s5_last_offset, t5,) = _F_iqB.unpack_from(buf, pos)
-                        pos += 13
-                        u5 = _NO_TAGS
-                        if t5:
-                            pos -= 1
-                            count5, pos = _wire.read_tag_count(buf, pos)
-                            seen5: list[tuple[int, bytes]] = []
-                            for _ in range(count5):
-                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                seen5.append((tag5, bytes(buf[pos:end5])))
-                                pos = end5
-                            if seen5:
-                                u5 = tuple(seen5)
-                        o5 = _new(_C_Request__PartitionData)
-                        o5.partition_index = s5_partition_index
-                        o5.replica_epoch = s5_replica_epoch
-                        o5.replica_id = s5_replica_id
-                        o5.replica_directory_id = s5_replica_directory_id
-                        o5.voter_directory_id = s5_voter_directory_id
-                        o5.last_offset_epoch = s5_last_offset_epoch
-                        o5.last_offset = s5_last_offset
-                        o5.pre_vote = False
-                        o5._unknown_tags = u5
-                        add4(o5)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__TopicData)
-                o3.topic_name = s3_topic_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(VoteRequest)
-        o1.cluster_id = s1_cluster_id
-        o1.voter_id = s1_voter_id
-        o1.topics = s1_topics
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read VoteRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_VoteRequest_1(out: bytearray, o: VoteRequest) -> None:
@@ -534,144 +241,6 @@ def _w_VoteRequest_1(out: bytearray, o: VoteRequest) -> None:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write VoteRequest: {exc}") from None
-
-
-def _r_VoteRequest_2(buf: Any, pos: int) -> tuple[VoteRequest, int]:
-    s1_cluster_id: str | None
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u5: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        elif size == 0:
-            s1_cluster_id = None
-            pos += 1
-        else:
-            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        (s1_voter_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                size = buf[pos]
-                if 0 < size < 0x80:
-                    stop = pos + size
-                    if stop > buflen:
-                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = buf[pos + 1 : stop].decode()
-                    pos = stop
-                else:
-                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    for _ in range(n):
-                        (s5_partition_index, s5_replica_epoch, s5_replica_id,) = _F_iii.unpack_from(buf, pos)
-                        pos += 12
-                        stop = pos + 16
-                        if stop > buflen:
-                            raise DecodeError("uuid runs past the end of the data", offset=pos)
-                        s5_replica_directory_id = _new(_UUID)
-                        _set(s5_replica_directory_id, "int", _from_bytes(buf[pos:stop]))
-                        _set(s5_replica_directory_id, "is_safe", _UUID_SAFE)
-                        pos = stop
-                        stop = pos + 16
-                        if stop > buflen:
-                            raise DecodeError("uuid runs past the end of the data", offset=pos)
-                        s5_voter_directory_id = _new(_UUID)
-                        _set(s5_voter_directory_id, "int", _from_bytes(buf[pos:stop]))
-                        _set(s5_voter_directory_id, "is_safe", _UUID_SAFE)
-                        pos = stop
-                        (
-                            s5_last_offset_epoch,
-                            s5_last_offset,
-                            s5_pre_vote,
-                            t5,
-                        ) = _F_iqoB.unpack_from(buf, pos)
-                        pos += 14
-                        u5 = _NO_TAGS
-                        if t5:
-                            pos -= 1
-                            count5, pos = _wire.read_tag_count(buf, pos)
-                            seen5: list[tuple[int, bytes]] = []
-                            for _ in range(count5):
-                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                seen5.append((tag5, bytes(buf[pos:end5])))
-                                pos = end5
-                            if seen5:
-                                u5 = tuple(seen5)
-                        o5 = _new(_C_Request__PartitionData)
-                        o5.partition_index = s5_partition_index
-                        o5.replica_epoch = s5_replica_epoch
-                        o5.replica_id = s5_replica_id
-                        o5.replica_directory_id = s5_replica_directory_id
-                        o5.voter_directory_id = s5_voter_directory_id
-                        o5.last_offset_epoch = s5_last_offset_epoch
-                        o5.last_offset = s5_last_offset
-                        o5.pre_vote = s5_pre_vote
-                        o5._unknown_tags = u5
-                        add4(o5)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__TopicData)
-                o3.topic_name = s3_topic_name
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(VoteRequest)
-        o1.cluster_id = s1_cluster_id
-        o1.voter_id = s1_voter_id
-        o1.topics = s1_topics
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read VoteRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_VoteRequest_2(out: bytearray, o: VoteRequest) -> None:
@@ -986,33 +555,6 @@ def _r_VoteResponse_0(buf: Any, pos: int) -> tuple[VoteResponse, int]:
     return o1, pos
 
 
-def _w_VoteResponse_0(out: bytearray, o: VoteResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        if o.node_endpoints:
-            raise EncodeError(
-                "field node_endpoints has a non-default value but does not exist at this version",
-            )
-        out += _F_h.pack(o.error_code)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_VoteResponse__TopicData_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write VoteResponse: {exc}") from None
-
-
 def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
     s1_node_endpoints: list[Any]
     s1_topics: list[Any]
@@ -1200,107 +742,6 @@ def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
     return o1, pos
 
 
-def _w_VoteResponse_1(out: bytearray, o: VoteResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_h.pack(o.error_code)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_VoteResponse__TopicData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if o.node_endpoints:
-            t = bytearray()
-            x = o.node_endpoints
-            if x is None:
-                raise EncodeError("field node_endpoints is None but not nullable at this version")
-            else:
-                if len(x) < 0x7F:
-                    t.append(len(x) + 1)
-                else:
-                    t += _wire.uvarint(len(x) + 1)
-                for item in x:
-                    _w_VoteResponse__NodeEndpoint_0(t, item)
-            tags.append((0, t))
-        if tags or o._unknown_tags:
-            _wire.write_tagged_fields(out, tags, o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write VoteResponse: {exc}") from None
-
-
-def _w_VoteResponse__PartitionData_0(out: bytearray, o: VoteResponse.PartitionData) -> None:
-    try:
-        out += _F_ihiio.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.vote_granted)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write PartitionData: {exc}") from None
-
-
-def _w_VoteResponse__TopicData_0(out: bytearray, o: VoteResponse.TopicData) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic_name
-        if x is None:
-            raise EncodeError("field topic_name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_VoteResponse__PartitionData_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write TopicData: {exc}") from None
-
-
-def _w_VoteResponse__NodeEndpoint_0(out: bytearray, o: VoteResponse.NodeEndpoint) -> None:
-    x: Any
-    try:
-        out += _F_i.pack(o.node_id)
-        x = o.host
-        if x is None:
-            raise EncodeError("field host is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        out += _F_H.pack(o.port)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write NodeEndpoint: {exc}") from None
-
-
 _C_Request__PartitionData = VoteRequest.PartitionData
 _C_Request__TopicData = VoteRequest.TopicData
 
@@ -1353,7 +794,7 @@ _C_Request__TopicData._FIELDS = (
         False,
     ),
 )
-VoteRequest._READERS = {0: _r_VoteRequest_0, 1: _r_VoteRequest_1, 2: _r_VoteRequest_2}
+VoteRequest._READERS = codec_path.broker_side(VoteRequest, '_READERS')
 VoteRequest._WRITERS = {0: _w_VoteRequest_0, 1: _w_VoteRequest_1, 2: _w_VoteRequest_2}
 _N_VoteRequest__PartitionData_0 = (
     _C_Request__PartitionData,
@@ -1499,7 +940,7 @@ _C_Response__NodeEndpoint._FIELDS = (
     FieldInfo('port', 'uint16', None, False, VersionRange(1, 2), _NONE, _NONE, None, False),
 )
 VoteResponse._READERS = {0: _r_VoteResponse_0, 1: _r_VoteResponse_1, 2: _r_VoteResponse_1}
-VoteResponse._WRITERS = {0: _w_VoteResponse_0, 1: _w_VoteResponse_1, 2: _w_VoteResponse_1}
+VoteResponse._WRITERS = codec_path.broker_side(VoteResponse, '_WRITERS')
 _N_VoteResponse__PartitionData_0 = (
     _C_Response__PartitionData,
     True,

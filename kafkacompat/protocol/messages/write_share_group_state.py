@@ -14,12 +14,10 @@ __all__ = ['WriteShareGroupStateRequest', 'WriteShareGroupStateResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
-_F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _F_iiiq = struct.Struct(">iiiq")
 _F_iiiqi = struct.Struct(">iiiqi")
 _F_qqbh = struct.Struct(">qqbh")
-_F_qqbhB = struct.Struct(">qqbhB")
 _NO_TAGS = _wire.EMPTY_TAGS
 _UUID = uuid.UUID
 _UUID_SAFE = uuid.SafeUUID.unknown
@@ -159,181 +157,6 @@ class WriteShareGroupStateResponse(KafkaMessage):
 WriteShareGroupStateRequest.RESPONSE_CLASS = WriteShareGroupStateResponse
 
 
-def _r_WriteShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[WriteShareGroupStateRequest, int]:
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    s5_state_batches: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u5: tuple[tuple[int, bytes], ...]
-    u8: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                stop = pos + 16
-                if stop > buflen:
-                    raise DecodeError("uuid runs past the end of the data", offset=pos)
-                s3_topic_id = _new(_UUID)
-                _set(s3_topic_id, "int", _from_bytes(buf[pos:stop]))
-                _set(s3_topic_id, "is_safe", _UUID_SAFE)
-                pos = stop
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    for _ in range(n):
-                        (
-                            s5_partition,
-                            s5_state_epoch,
-                            s5_leader_epoch,
-                            s5_start_offset,
-                        ) = _F_iiiq.unpack_from(buf, pos)
-                        pos += 20
-                        n = buf[pos] - 1
-                        if n < 0x7F:
-                            pos += 1
-                        else:
-                            n, pos = _wire.read_compact_array_count(buf, pos)
-                        if n < 0:
-                            raise _wire.null_error("state_batches", pos)
-                        else:
-                            stop7 = pos + 20 * n
-                            s5_state_batches = []
-                            add6 = s5_state_batches.append
-                            if stop7 <= buflen:
-                                for (
-                                    s7_first_offset,
-                                    s7_last_offset,
-                                    s7_delivery_state,
-                                    s7_delivery_count,
-                                    t7,
-                                ) in _F_qqbhB.iter_unpack(buf[pos:stop7]):
-                                    if t7:
-                                        break
-                                    o7 = _new(_C_Request__StateBatch)
-                                    o7.first_offset = s7_first_offset
-                                    o7.last_offset = s7_last_offset
-                                    o7.delivery_state = s7_delivery_state
-                                    o7.delivery_count = s7_delivery_count
-                                    o7._unknown_tags = _NO_TAGS
-                                    add6(o7)
-                                else:
-                                    pos = stop7
-                                    stop7 = -1
-                            if stop7 >= 0:  # some element carries tags, or the data is short
-                                s5_state_batches = []
-                                add6 = s5_state_batches.append
-                                for _ in range(n):
-                                    (
-                                        s8_first_offset,
-                                        s8_last_offset,
-                                        s8_delivery_state,
-                                        s8_delivery_count,
-                                        t8,
-                                    ) = _F_qqbhB.unpack_from(buf, pos)
-                                    pos += 20
-                                    u8 = _NO_TAGS
-                                    if t8:
-                                        pos -= 1
-                                        count8, pos = _wire.read_tag_count(buf, pos)
-                                        seen8: list[tuple[int, bytes]] = []
-                                        for _ in range(count8):
-                                            tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                            seen8.append((tag8, bytes(buf[pos:end8])))
-                                            pos = end8
-                                        if seen8:
-                                            u8 = tuple(seen8)
-                                    o8 = _new(_C_Request__StateBatch)
-                                    o8.first_offset = s8_first_offset
-                                    o8.last_offset = s8_last_offset
-                                    o8.delivery_state = s8_delivery_state
-                                    o8.delivery_count = s8_delivery_count
-                                    o8._unknown_tags = u8
-                                    add6(o8)
-                        u5 = _NO_TAGS
-                        if buf[pos] == 0:
-                            pos += 1
-                        else:
-                            count5, pos = _wire.read_tag_count(buf, pos)
-                            seen5: list[tuple[int, bytes]] = []
-                            for _ in range(count5):
-                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                seen5.append((tag5, bytes(buf[pos:end5])))
-                                pos = end5
-                            if seen5:
-                                u5 = tuple(seen5)
-                        o5 = _new(_C_Request__PartitionData)
-                        o5.partition = s5_partition
-                        o5.state_epoch = s5_state_epoch
-                        o5.leader_epoch = s5_leader_epoch
-                        o5.start_offset = s5_start_offset
-                        o5.delivery_complete_count = -1
-                        o5.state_batches = s5_state_batches
-                        o5._unknown_tags = u5
-                        add4(o5)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__WriteStateData)
-                o3.topic_id = s3_topic_id
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(WriteShareGroupStateRequest)
-        o1.group_id = s1_group_id
-        o1.topics = s1_topics
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read WriteShareGroupStateRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_WriteShareGroupStateRequest_0(out: bytearray, o: WriteShareGroupStateRequest) -> None:
     x: Any
     item: Any
@@ -363,182 +186,6 @@ def _w_WriteShareGroupStateRequest_0(out: bytearray, o: WriteShareGroupStateRequ
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write WriteShareGroupStateRequest: {exc}") from None
-
-
-def _r_WriteShareGroupStateRequest_1(buf: Any, pos: int) -> tuple[WriteShareGroupStateRequest, int]:
-    s1_topics: list[Any]
-    s3_partitions: list[Any]
-    s5_state_batches: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u5: tuple[tuple[int, bytes], ...]
-    u8: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        size = buf[pos]
-        if 0 < size < 0x80:
-            stop = pos + size
-            if stop > buflen:
-                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = buf[pos + 1 : stop].decode()
-            pos = stop
-        else:
-            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            s1_topics = []
-            add2 = s1_topics.append
-            for _ in range(n):
-                stop = pos + 16
-                if stop > buflen:
-                    raise DecodeError("uuid runs past the end of the data", offset=pos)
-                s3_topic_id = _new(_UUID)
-                _set(s3_topic_id, "int", _from_bytes(buf[pos:stop]))
-                _set(s3_topic_id, "is_safe", _UUID_SAFE)
-                pos = stop
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("partitions", pos)
-                else:
-                    s3_partitions = []
-                    add4 = s3_partitions.append
-                    for _ in range(n):
-                        (
-                            s5_partition,
-                            s5_state_epoch,
-                            s5_leader_epoch,
-                            s5_start_offset,
-                            s5_delivery_complete_count,
-                        ) = _F_iiiqi.unpack_from(buf, pos)
-                        pos += 24
-                        n = buf[pos] - 1
-                        if n < 0x7F:
-                            pos += 1
-                        else:
-                            n, pos = _wire.read_compact_array_count(buf, pos)
-                        if n < 0:
-                            raise _wire.null_error("state_batches", pos)
-                        else:
-                            stop7 = pos + 20 * n
-                            s5_state_batches = []
-                            add6 = s5_state_batches.append
-                            if stop7 <= buflen:
-                                for (
-                                    s7_first_offset,
-                                    s7_last_offset,
-                                    s7_delivery_state,
-                                    s7_delivery_count,
-                                    t7,
-                                ) in _F_qqbhB.iter_unpack(buf[pos:stop7]):
-                                    if t7:
-                                        break
-                                    o7 = _new(_C_Request__StateBatch)
-                                    o7.first_offset = s7_first_offset
-                                    o7.last_offset = s7_last_offset
-                                    o7.delivery_state = s7_delivery_state
-                                    o7.delivery_count = s7_delivery_count
-                                    o7._unknown_tags = _NO_TAGS
-                                    add6(o7)
-                                else:
-                                    pos = stop7
-                                    stop7 = -1
-                            if stop7 >= 0:  # some element carries tags, or the data is short
-                                s5_state_batches = []
-                                add6 = s5_state_batches.append
-                                for _ in range(n):
-                                    (
-                                        s8_first_offset,
-                                        s8_last_offset,
-                                        s8_delivery_state,
-                                        s8_delivery_count,
-                                        t8,
-                                    ) = _F_qqbhB.unpack_from(buf, pos)
-                                    pos += 20
-                                    u8 = _NO_TAGS
-                                    if t8:
-                                        pos -= 1
-                                        count8, pos = _wire.read_tag_count(buf, pos)
-                                        seen8: list[tuple[int, bytes]] = []
-                                        for _ in range(count8):
-                                            tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                            seen8.append((tag8, bytes(buf[pos:end8])))
-                                            pos = end8
-                                        if seen8:
-                                            u8 = tuple(seen8)
-                                    o8 = _new(_C_Request__StateBatch)
-                                    o8.first_offset = s8_first_offset
-                                    o8.last_offset = s8_last_offset
-                                    o8.delivery_state = s8_delivery_state
-                                    o8.delivery_count = s8_delivery_count
-                                    o8._unknown_tags = u8
-                                    add6(o8)
-                        u5 = _NO_TAGS
-                        if buf[pos] == 0:
-                            pos += 1
-                        else:
-                            count5, pos = _wire.read_tag_count(buf, pos)
-                            seen5: list[tuple[int, bytes]] = []
-                            for _ in range(count5):
-                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                seen5.append((tag5, bytes(buf[pos:end5])))
-                                pos = end5
-                            if seen5:
-                                u5 = tuple(seen5)
-                        o5 = _new(_C_Request__PartitionData)
-                        o5.partition = s5_partition
-                        o5.state_epoch = s5_state_epoch
-                        o5.leader_epoch = s5_leader_epoch
-                        o5.start_offset = s5_start_offset
-                        o5.delivery_complete_count = s5_delivery_complete_count
-                        o5.state_batches = s5_state_batches
-                        o5._unknown_tags = u5
-                        add4(o5)
-                u3 = _NO_TAGS
-                if buf[pos] == 0:
-                    pos += 1
-                else:
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__WriteStateData)
-                o3.topic_id = s3_topic_id
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(WriteShareGroupStateRequest)
-        o1.group_id = s1_group_id
-        o1.topics = s1_topics
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read WriteShareGroupStateRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_WriteShareGroupStateRequest_1(out: bytearray, o: WriteShareGroupStateRequest) -> None:
@@ -804,77 +451,6 @@ def _r_WriteShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[WriteShareGro
     return o1, pos
 
 
-def _w_WriteShareGroupStateResponse_0(out: bytearray, o: WriteShareGroupStateResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.results
-        if x is None:
-            raise EncodeError("field results is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_WriteShareGroupStateResponse__WriteStateResult_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write WriteShareGroupStateResponse: {exc}") from None
-
-
-def _w_WriteShareGroupStateResponse__PartitionResult_0(
-    out: bytearray,
-    o: WriteShareGroupStateResponse.PartitionResult,
-) -> None:
-    x: Any
-    try:
-        out += _F_ih.pack(o.partition, o.error_code)
-        x = o.error_message
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write PartitionResult: {exc}") from None
-
-
-def _w_WriteShareGroupStateResponse__WriteStateResult_0(
-    out: bytearray,
-    o: WriteShareGroupStateResponse.WriteStateResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.topic_id
-        _wire.write_uuid(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_WriteShareGroupStateResponse__PartitionResult_0(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write WriteStateResult: {exc}") from None
-
-
 _C_Request__StateBatch = WriteShareGroupStateRequest.StateBatch
 _C_Request__PartitionData = WriteShareGroupStateRequest.PartitionData
 _C_Request__WriteStateData = WriteShareGroupStateRequest.WriteStateData
@@ -931,10 +507,7 @@ _C_Request__WriteStateData._FIELDS = (
         False,
     ),
 )
-WriteShareGroupStateRequest._READERS = {
-    0: _r_WriteShareGroupStateRequest_0,
-    1: _r_WriteShareGroupStateRequest_1,
-}
+WriteShareGroupStateRequest._READERS = codec_path.broker_side(WriteShareGroupStateRequest, '_READERS')
 WriteShareGroupStateRequest._WRITERS = {
     0: _w_WriteShareGroupStateRequest_0,
     1: _w_WriteShareGroupStateRequest_1,
@@ -1060,10 +633,7 @@ WriteShareGroupStateResponse._READERS = {
     0: _r_WriteShareGroupStateResponse_0,
     1: _r_WriteShareGroupStateResponse_0,
 }
-WriteShareGroupStateResponse._WRITERS = {
-    0: _w_WriteShareGroupStateResponse_0,
-    1: _w_WriteShareGroupStateResponse_0,
-}
+WriteShareGroupStateResponse._WRITERS = codec_path.broker_side(WriteShareGroupStateResponse, '_WRITERS')
 _N_WriteShareGroupStateResponse__PartitionResult_0 = (
     _C_Response__PartitionResult,
     True,

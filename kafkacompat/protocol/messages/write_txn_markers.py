@@ -14,16 +14,12 @@ __all__ = ['WriteTxnMarkersRequest', 'WriteTxnMarkersResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
-_F_iB = struct.Struct(">iB")
 _F_ib = struct.Struct(">ib")
-_F_ibB = struct.Struct(">ibB")
 _F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 _F_q = struct.Struct(">q")
 _F_qho = struct.Struct(">qh?")
 _NO_TAGS = _wire.EMPTY_TAGS
-_A_i = _wire.SHORT_ARRAYS["i"]
-_K_i = _wire.COUNTED_ARRAYS["i"]
 _PC_i = _wire.COMPACT_PREFIXED["i"]
 _PI_i = _wire.CLASSIC_PREFIXED["i"]
 
@@ -144,73 +140,6 @@ class WriteTxnMarkersResponse(KafkaMessage):
 WriteTxnMarkersRequest.RESPONSE_CLASS = WriteTxnMarkersResponse
 
 
-def _r_WriteTxnMarkersRequest_0(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequest, int]:
-    s1_markers: list[Any]
-    s3_topics: list[Any]
-    s5_partition_indexes: list[Any]
-    try:
-        buflen = len(buf)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("markers", pos)
-        else:
-            s1_markers = []
-            add2 = s1_markers.append
-            for _ in range(n):
-                (s3_producer_id, s3_producer_epoch, s3_transaction_result,) = _F_qho.unpack_from(buf, pos)
-                pos += 11
-                n, pos = _wire.read_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("topics", pos)
-                else:
-                    s3_topics = []
-                    add4 = s3_topics.append
-                    for _ in range(n):
-                        size = buf[pos] << 8 | buf[pos + 1]
-                        if size < 0x8000:
-                            stop = pos + 2 + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)
-                            s5_name = buf[pos + 2 : stop].decode()
-                            pos = stop
-                        else:
-                            s5_name, pos = _wire.read_string(buf, pos)
-                            if s5_name is None:
-                                raise _wire.null_error("name", pos)
-                        n, pos = _wire.read_array_count(buf, pos)
-                        if n < 0:
-                            raise _wire.null_error("partition_indexes", pos)
-                        else:
-                            stop = pos + 4 * n
-                            if n < 32 and stop <= buflen:
-                                s5_partition_indexes = [*_A_i[n].unpack_from(buf, pos)]
-                                pos = stop
-                            else:
-                                s5_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        o5 = _new(_C_Request__WritableTxnMarkerTopic)
-                        o5.name = s5_name
-                        o5.partition_indexes = s5_partition_indexes
-                        o5._unknown_tags = _NO_TAGS
-                        add4(o5)
-                (s3_coordinator_epoch,) = _F_i.unpack_from(buf, pos)
-                pos += 4
-                o3 = _new(_C_Request__WritableTxnMarker)
-                o3.producer_id = s3_producer_id
-                o3.producer_epoch = s3_producer_epoch
-                o3.transaction_result = s3_transaction_result
-                o3.topics = s3_topics
-                o3.coordinator_epoch = s3_coordinator_epoch
-                o3.transaction_version = 0
-                o3._unknown_tags = _NO_TAGS
-                add2(o3)
-        o1 = _new(WriteTxnMarkersRequest)
-        o1.markers = s1_markers
-        o1._unknown_tags = _NO_TAGS
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read WriteTxnMarkersRequest: {exc}", offset=pos) from None
-    return o1, pos
-
-
 def _w_WriteTxnMarkersRequest_0(out: bytearray, o: WriteTxnMarkersRequest) -> None:
     x: Any
     item: Any
@@ -224,129 +153,6 @@ def _w_WriteTxnMarkersRequest_0(out: bytearray, o: WriteTxnMarkersRequest) -> No
                 _w_WriteTxnMarkersRequest__WritableTxnMarker_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write WriteTxnMarkersRequest: {exc}") from None
-
-
-def _r_WriteTxnMarkersRequest_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequest, int]:
-    s1_markers: list[Any]
-    s3_topics: list[Any]
-    s5_partition_indexes: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u5: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("markers", pos)
-        else:
-            s1_markers = []
-            add2 = s1_markers.append
-            for _ in range(n):
-                (s3_producer_id, s3_producer_epoch, s3_transaction_result,) = _F_qho.unpack_from(buf, pos)
-                pos += 11
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("topics", pos)
-                else:
-                    s3_topics = []
-                    add4 = s3_topics.append
-                    for _ in range(n):
-                        size = buf[pos]
-                        if 0 < size < 0x80:
-                            stop = pos + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = buf[pos + 1 : stop].decode()
-                            pos = stop
-                        else:
-                            s5_name, pos = _wire.read_compact_text(buf, pos, "name")
-                        c = buf[pos]
-                        if c == 1:  # empty (offline replicas, mostly): no unpack
-                            s5_partition_indexes = []
-                            pos += 1
-                        elif 0 < c <= 32:
-                            s5_partition_indexes = [*_K_i[c].unpack_from(buf, pos)]
-                            pos += 4 * c - 3
-                        else:
-                            n = buf[pos] - 1
-                            if n < 0x7F:
-                                pos += 1
-                            else:
-                                n, pos = _wire.read_compact_array_count(buf, pos)
-                            if n < 0:
-                                raise _wire.null_error("partition_indexes", pos)
-                            else:
-                                stop = pos + 4 * n
-                                if n < 32 and stop <= buflen:
-                                    s5_partition_indexes = [*_A_i[n].unpack_from(buf, pos)]
-                                    pos = stop
-                                else:
-                                    s5_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        u5 = _NO_TAGS
-                        if buf[pos] == 0:
-                            pos += 1
-                        else:
-                            count5, pos = _wire.read_tag_count(buf, pos)
-                            seen5: list[tuple[int, bytes]] = []
-                            for _ in range(count5):
-                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                seen5.append((tag5, bytes(buf[pos:end5])))
-                                pos = end5
-                            if seen5:
-                                u5 = tuple(seen5)
-                        o5 = _new(_C_Request__WritableTxnMarkerTopic)
-                        o5.name = s5_name
-                        o5.partition_indexes = s5_partition_indexes
-                        o5._unknown_tags = u5
-                        add4(o5)
-                (s3_coordinator_epoch, t3,) = _F_iB.unpack_from(buf, pos)
-                pos += 5
-                u3 = _NO_TAGS
-                if t3:
-                    pos -= 1
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__WritableTxnMarker)
-                o3.producer_id = s3_producer_id
-                o3.producer_epoch = s3_producer_epoch
-                o3.transaction_result = s3_transaction_result
-                o3.topics = s3_topics
-                o3.coordinator_epoch = s3_coordinator_epoch
-                o3.transaction_version = 0
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(WriteTxnMarkersRequest)
-        o1.markers = s1_markers
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read WriteTxnMarkersRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_WriteTxnMarkersRequest_1(out: bytearray, o: WriteTxnMarkersRequest) -> None:
@@ -369,129 +175,6 @@ def _w_WriteTxnMarkersRequest_1(out: bytearray, o: WriteTxnMarkersRequest) -> No
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write WriteTxnMarkersRequest: {exc}") from None
-
-
-def _r_WriteTxnMarkersRequest_2(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequest, int]:
-    s1_markers: list[Any]
-    s3_topics: list[Any]
-    s5_partition_indexes: list[Any]
-    u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
-    u5: tuple[tuple[int, bytes], ...]
-    try:
-        buflen = len(buf)
-        n = buf[pos] - 1
-        if n < 0x7F:
-            pos += 1
-        else:
-            n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("markers", pos)
-        else:
-            s1_markers = []
-            add2 = s1_markers.append
-            for _ in range(n):
-                (s3_producer_id, s3_producer_epoch, s3_transaction_result,) = _F_qho.unpack_from(buf, pos)
-                pos += 11
-                n = buf[pos] - 1
-                if n < 0x7F:
-                    pos += 1
-                else:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                if n < 0:
-                    raise _wire.null_error("topics", pos)
-                else:
-                    s3_topics = []
-                    add4 = s3_topics.append
-                    for _ in range(n):
-                        size = buf[pos]
-                        if 0 < size < 0x80:
-                            stop = pos + size
-                            if stop > buflen:
-                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = buf[pos + 1 : stop].decode()
-                            pos = stop
-                        else:
-                            s5_name, pos = _wire.read_compact_text(buf, pos, "name")
-                        c = buf[pos]
-                        if c == 1:  # empty (offline replicas, mostly): no unpack
-                            s5_partition_indexes = []
-                            pos += 1
-                        elif 0 < c <= 32:
-                            s5_partition_indexes = [*_K_i[c].unpack_from(buf, pos)]
-                            pos += 4 * c - 3
-                        else:
-                            n = buf[pos] - 1
-                            if n < 0x7F:
-                                pos += 1
-                            else:
-                                n, pos = _wire.read_compact_array_count(buf, pos)
-                            if n < 0:
-                                raise _wire.null_error("partition_indexes", pos)
-                            else:
-                                stop = pos + 4 * n
-                                if n < 32 and stop <= buflen:
-                                    s5_partition_indexes = [*_A_i[n].unpack_from(buf, pos)]
-                                    pos = stop
-                                else:
-                                    s5_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                        u5 = _NO_TAGS
-                        if buf[pos] == 0:
-                            pos += 1
-                        else:
-                            count5, pos = _wire.read_tag_count(buf, pos)
-                            seen5: list[tuple[int, bytes]] = []
-                            for _ in range(count5):
-                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                seen5.append((tag5, bytes(buf[pos:end5])))
-                                pos = end5
-                            if seen5:
-                                u5 = tuple(seen5)
-                        o5 = _new(_C_Request__WritableTxnMarkerTopic)
-                        o5.name = s5_name
-                        o5.partition_indexes = s5_partition_indexes
-                        o5._unknown_tags = u5
-                        add4(o5)
-                (s3_coordinator_epoch, s3_transaction_version, t3,) = _F_ibB.unpack_from(buf, pos)
-                pos += 6
-                u3 = _NO_TAGS
-                if t3:
-                    pos -= 1
-                    count3, pos = _wire.read_tag_count(buf, pos)
-                    seen3: list[tuple[int, bytes]] = []
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        seen3.append((tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                    if seen3:
-                        u3 = tuple(seen3)
-                o3 = _new(_C_Request__WritableTxnMarker)
-                o3.producer_id = s3_producer_id
-                o3.producer_epoch = s3_producer_epoch
-                o3.transaction_result = s3_transaction_result
-                o3.topics = s3_topics
-                o3.coordinator_epoch = s3_coordinator_epoch
-                o3.transaction_version = s3_transaction_version
-                o3._unknown_tags = u3
-                add2(o3)
-        u1 = _NO_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count1, pos = _wire.read_tag_count(buf, pos)
-            seen1: list[tuple[int, bytes]] = []
-            for _ in range(count1):
-                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                seen1.append((tag1, bytes(buf[pos:end1])))
-                pos = end1
-            if seen1:
-                u1 = tuple(seen1)
-        o1 = _new(WriteTxnMarkersRequest)
-        o1.markers = s1_markers
-        o1._unknown_tags = u1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read WriteTxnMarkersRequest: {exc}", offset=pos) from None
-    return o1, pos
 
 
 def _w_WriteTxnMarkersRequest_2(out: bytearray, o: WriteTxnMarkersRequest) -> None:
@@ -730,21 +413,6 @@ def _r_WriteTxnMarkersResponse_0(buf: Any, pos: int) -> tuple[WriteTxnMarkersRes
     return o1, pos
 
 
-def _w_WriteTxnMarkersResponse_0(out: bytearray, o: WriteTxnMarkersResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.markers
-        if x is None:
-            raise EncodeError("field markers is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_WriteTxnMarkersResponse__WritableTxnMarkerResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write WriteTxnMarkersResponse: {exc}") from None
-
-
 def _r_WriteTxnMarkersResponse_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse, int]:
     s1_markers: list[Any]
     s3_topics: list[Any]
@@ -891,153 +559,6 @@ def _r_WriteTxnMarkersResponse_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRes
     return o1, pos
 
 
-def _w_WriteTxnMarkersResponse_1(out: bytearray, o: WriteTxnMarkersResponse) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.markers
-        if x is None:
-            raise EncodeError("field markers is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_WriteTxnMarkersResponse__WritableTxnMarkerResult_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write WriteTxnMarkersResponse: {exc}") from None
-
-
-def _w_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_0(
-    out: bytearray,
-    o: WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult,
-) -> None:
-    try:
-        out += _F_ih.pack(o.partition_index, o.error_code)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write WritableTxnMarkerPartitionResult: {exc}") from None
-
-
-def _w_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_1(
-    out: bytearray,
-    o: WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult,
-) -> None:
-    try:
-        out += _F_ih.pack(o.partition_index, o.error_code)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write WritableTxnMarkerPartitionResult: {exc}") from None
-
-
-def _w_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_0(
-    out: bytearray,
-    o: WriteTxnMarkersResponse.WritableTxnMarkerTopicResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write WritableTxnMarkerTopicResult: {exc}") from None
-
-
-def _w_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_1(
-    out: bytearray,
-    o: WriteTxnMarkersResponse.WritableTxnMarkerTopicResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        x = o.name
-        if x is None:
-            raise EncodeError("field name is None but not nullable at this version")
-        if x.__class__ is str and len(x) < 0x20:
-            data = x.encode()
-            out.append(len(data) + 1)
-            out += data
-        else:
-            _wire.write_compact_string(out, x)
-        x = o.partitions
-        if x is None:
-            raise EncodeError("field partitions is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write WritableTxnMarkerTopicResult: {exc}") from None
-
-
-def _w_WriteTxnMarkersResponse__WritableTxnMarkerResult_0(
-    out: bytearray,
-    o: WriteTxnMarkersResponse.WritableTxnMarkerResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_q.pack(o.producer_id)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            out += _wire.INT32.pack(len(x))
-            for item in x:
-                _w_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_0(out, item)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write WritableTxnMarkerResult: {exc}") from None
-
-
-def _w_WriteTxnMarkersResponse__WritableTxnMarkerResult_1(
-    out: bytearray,
-    o: WriteTxnMarkersResponse.WritableTxnMarkerResult,
-) -> None:
-    x: Any
-    item: Any
-    try:
-        out += _F_q.pack(o.producer_id)
-        x = o.topics
-        if x is None:
-            raise EncodeError("field topics is None but not nullable at this version")
-        else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
-            else:
-                out += _wire.uvarint(len(x) + 1)
-            for item in x:
-                _w_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_1(out, item)
-        if o._unknown_tags:
-            _wire.write_tagged_fields(out, (), o._unknown_tags)
-        else:
-            out.append(0)
-    except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write WritableTxnMarkerResult: {exc}") from None
-
-
 _C_Request__WritableTxnMarkerTopic = WriteTxnMarkersRequest.WritableTxnMarkerTopic
 _C_Request__WritableTxnMarker = WriteTxnMarkersRequest.WritableTxnMarker
 
@@ -1076,11 +597,7 @@ _C_Request__WritableTxnMarker._FIELDS = (
     FieldInfo('coordinator_epoch', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False),
     FieldInfo('transaction_version', 'int8', None, False, VersionRange(2, 2), _NONE, _NONE, None, True),
 )
-WriteTxnMarkersRequest._READERS = {
-    0: _r_WriteTxnMarkersRequest_0,
-    1: _r_WriteTxnMarkersRequest_1,
-    2: _r_WriteTxnMarkersRequest_2,
-}
+WriteTxnMarkersRequest._READERS = codec_path.broker_side(WriteTxnMarkersRequest, '_READERS')
 WriteTxnMarkersRequest._WRITERS = {
     0: _w_WriteTxnMarkersRequest_0,
     1: _w_WriteTxnMarkersRequest_1,
@@ -1221,11 +738,7 @@ WriteTxnMarkersResponse._READERS = {
     1: _r_WriteTxnMarkersResponse_1,
     2: _r_WriteTxnMarkersResponse_1,
 }
-WriteTxnMarkersResponse._WRITERS = {
-    0: _w_WriteTxnMarkersResponse_0,
-    1: _w_WriteTxnMarkersResponse_1,
-    2: _w_WriteTxnMarkersResponse_1,
-}
+WriteTxnMarkersResponse._WRITERS = codec_path.broker_side(WriteTxnMarkersResponse, '_WRITERS')
 _N_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_0 = (
     _C_Response__WritableTxnMarkerPartitionResult,
     False,

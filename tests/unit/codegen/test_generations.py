@@ -80,8 +80,14 @@ def test_a_renamed_field_keeps_its_old_name_as_an_alias(tmp_path: Path) -> None:
     (spec,) = load_generations(root, {}).specs
     epoch = next(f for f in spec.root.fields if f.name == "ReplicaEpoch")
     assert epoch.aliases == ("candidate_epoch",)
+    module, broker_side = render_module([spec], module="demo")
+    assert broker_side is not None  # a request: reading it is the broker side's
     namespace: dict[str, Any] = {}
-    exec(compile(render_module([spec]), "demo.py", "exec"), namespace)
+    exec(compile(module, "demo.py", "exec"), namespace)
+    # The broker side imports the classes from the module, here already in the namespace.
+    own_import = "from kafkacompat.protocol.messages.demo import DemoRequest\n"
+    assert own_import in broker_side
+    exec(compile(broker_side.replace(own_import, ""), "_broker/demo.py", "exec"), namespace)
     demo = namespace["DemoRequest"]
     old_style = demo(group_id="g", candidate_epoch=7)
     assert old_style.replica_epoch == 7 and old_style.candidate_epoch == 7
