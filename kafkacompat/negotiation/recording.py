@@ -52,7 +52,7 @@ from typing import Any, Literal
 
 from kafkacompat.errors import KafkaCompatError
 from kafkacompat.negotiation.recording_profile import client_profile, profile_pieces
-from kafkacompat.protocol import framing, messages
+from kafkacompat.protocol import broker_framing, framing, messages
 from kafkacompat.protocol.error_codes import error_for
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.messages import ApiKey, ApiVersionsRequest, ApiVersionsResponse
@@ -289,7 +289,7 @@ class WireRecorder:
     def _request(self, frame: bytes) -> None:
         if self._raw_tokens and not _looks_like_request(frame):
             return  # a SASL token (handshake v0): never read
-        header = framing.decode_request(frame, decode_body=False).header
+        header = broker_framing.decode_request(frame, decode_body=False).header
         api_key, version = header.request_api_key, header.request_api_version
         correlation = header.correlation_id
         self.book.requests += 1
@@ -419,7 +419,7 @@ def _looks_like_request(frame: bytes) -> bool:
 
 def _software(frame: bytes) -> tuple[str, str] | None:
     try:
-        parsed = framing.decode_request(frame)
+        parsed = broker_framing.decode_request(frame)
     except KafkaCompatError:
         return None
     body = parsed.body
@@ -431,7 +431,7 @@ def _software(frame: bytes) -> tuple[str, str] | None:
 def _acks_zero(frame: bytes, version: int) -> bool:
     """Produce's acks: first in the body up to v2, after the transactional id from v3."""
     try:
-        parsed = framing.decode_request(frame, decode_body=False)
+        parsed = broker_framing.decode_request(frame, decode_body=False)
     except KafkaCompatError:
         return False
     body = parsed.body_bytes

@@ -7,11 +7,14 @@ header v1, older ones v1 and v0, with two exceptions kept by Kafka for
 compatibility: ControlledShutdown v0 uses request header v0 (no client id),
 and an ApiVersions response always uses response header v0, so that a client
 that does not yet know the broker's versions can always read the answer.
+
+The broker's side (reading a request frame, writing a response frame) is
+``broker_framing``: a client never loads it.
 """
 
 from __future__ import annotations
 
-from typing import Final, NamedTuple, TypeVar
+from typing import Final, TypeVar
 
 from kafkacompat.errors import (
     DecodeError,
@@ -31,16 +34,14 @@ __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
     "FOREIGN_BYTES_KEPT",
     "FrameSplitter",
-    "RequestFrame",
     "RequestHeaders",
     "check_frame_size",
-    "decode_request",
     "decode_response",
     "encode_request",
-    "encode_response",
     "foreign_kind",
     "request_header_version",
     "response_header_version",
+    "size_prefixed",
     "sniff_foreign_protocol",
 ]
 
@@ -72,7 +73,8 @@ def response_header_version(api_key: int, api_version: int) -> int:
     return 1 if api_version >= _first_flexible(api_key) else 0
 
 
-def _frame(*parts: bytes) -> bytes:
+def size_prefixed(*parts: bytes) -> bytes:
+    """``parts`` as one frame: their total size (int32), then themselves."""
     size = sum(len(p) for p in parts)
     return b"".join((_wire.INT32.pack(size), *parts))
 
@@ -89,16 +91,7 @@ def encode_request(message: KafkaMessage, version: int, correlation_id: int, cli
         client_id=client_id,
     )
     header_version = request_header_version(message.API_KEY, version)
-    return _frame(header.encode(header_version), body)
-
-
-def encode_response(message: KafkaMessage, version: int, correlation_id: int) -> bytes:
-    """A whole response frame (used by the emulator and the tests)."""
-    if message.MESSAGE_TYPE != "response" or message.API_KEY is None:
-        raise ProtocolError(f"{message.NAME} is not a response")
-    header_version = response_header_version(message.API_KEY, version)
-    header = ResponseHeader(correlation_id=correlation_id).encode(header_version)
-    return _frame(header, message.encode(version))
+    return size_prefixed(header.encode(header_version), body)
 
 
 def decode_response(
@@ -133,36 +126,6 @@ def peek_correlation_id(frame: bytes | bytearray | memoryview) -> int:
         raise short_response_error()
     (correlation_id,) = _wire.INT32.unpack_from(frame, 0)
     return int(correlation_id)
-
-
-class RequestFrame(NamedTuple):
-    """A decoded request: its header, header version, and body (None when unknown).  The
-    broker's side only, but defined where every connection loads it: a named tuple costs
-    it next to nothing, a frozen dataclass some 20 KiB."""
-
-    header: RequestHeader
-    header_version: int
-    body: KafkaMessage | None
-    body_bytes: bytes
-
-
-def decode_request(frame: bytes | bytearray | memoryview, *, decode_body: bool = True) -> RequestFrame:
-    """Read a request frame without its size prefix (the broker's side)."""
-    if len(frame) < 4:
-        raise DecodeError("request shorter than its api key and version", what="RequestHeader", offset=0)
-    api_key, api_version = _wire.INT16.unpack_from(frame, 0)[0], _wire.INT16.unpack_from(frame, 2)[0]
-    name = messages.CLASS_BY_KEY.get((api_key, "request"))
-    # An unknown API still has a readable classic header (v1): enough to answer it.
-    header_version = 1 if name is None else request_header_version(api_key, api_version)
-    reader = RequestHeader._READERS[header_version]
-    header, offset = decode_at("RequestHeader", reader, frame, 0, header_version)
-    body_bytes = bytes(memoryview(frame)[offset:])
-    body = None
-    if decode_body and name is not None:
-        request_cls: type[KafkaMessage] = getattr(messages, name)
-        if api_version in request_cls.VALID_VERSIONS:
-            body = request_cls.decode(body_bytes, api_version)
-    return RequestFrame(header, header_version, body, body_bytes)
 
 
 # ---------------------------------------------------------------- frames --

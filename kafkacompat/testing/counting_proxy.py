@@ -33,7 +33,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from kafkacompat.errors import BrokerStartError, KafkaCompatError
-from kafkacompat.protocol import framing
+from kafkacompat.protocol import broker_framing, framing
 from kafkacompat.protocol.messages import (
     ApiKey,
     ApiVersionsRequest,
@@ -223,7 +223,7 @@ class CountingProxy:
 
 
 def _request_event(frame: bytes) -> tuple[dict[str, Any], tuple[int, int, int]]:
-    decoded = framing.decode_request(frame, decode_body=False)
+    decoded = broker_framing.decode_request(frame, decode_body=False)
     header = decoded.header
     key, version, cid = header.request_api_key, header.request_api_version, header.correlation_id
     event: dict[str, Any] = {"api_key": key, "version": version, "correlation_id": cid}
@@ -254,7 +254,7 @@ def _rewritten(frame: bytes, key: int, version: int, addresses: dict[Address, Ad
         moved = addresses.get((node.host, node.port))
         if moved is not None:
             node.host, node.port = moved
-    return framing.encode_response(answer, version, cid)[4:]
+    return broker_framing.encode_response(answer, version, cid)[4:]
 
 
 def _serve(upstreams: Sequence[str]) -> None:

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from kafkacompat.protocol import framing
+from kafkacompat.protocol import broker_framing, framing
 from kafkacompat.protocol._wire import uvarint
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.messages import ApiKey
@@ -95,7 +95,7 @@ Script = Callable[[Request], "Reply | bytes"]
 
 def answer(request: Request, message: KafkaMessage, version: int | None = None) -> bytes:
     """A well-formed reply frame carrying ``message`` at ``version`` (default: the request's)."""
-    return framing.encode_response(message, request.api_version if version is None else version,
+    return broker_framing.encode_response(message, request.api_version if version is None else version,
                                    request.correlation_id)
 
 

@@ -57,7 +57,7 @@ from kafkacompat.negotiation.handshake.identity import (
     check_node_at_address,
     identity_for,
 )
-from kafkacompat.protocol.framing import decode_request
+from kafkacompat.protocol.broker_framing import decode_request
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 from tests.support.codec_strategies import instances
 

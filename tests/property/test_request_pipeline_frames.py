@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkacompat.connection._request_pipeline import RequestPipeline, ResponseReceived
-from kafkacompat.protocol import _wire, framing, messages
+from kafkacompat.protocol import _wire, broker_framing, framing, messages
 from kafkacompat.protocol.framing import RequestHeaders
 from kafkacompat.protocol.message import KafkaMessage
 from tests.support.codec_strategies import all_versions, instances
@@ -53,7 +53,7 @@ def test_answers_read_as_the_codec_reads_them(data: st.DataObject, tagged: bool)
     ticket = pipeline.send(request, version)
     pipeline.bytes_to_send()
     pipeline.write_done()
-    frame = framing.encode_response(response, version, ticket.correlation_id)
+    frame = broker_framing.encode_response(response, version, ticket.correlation_id)
     if tagged and framing.response_header_version(response_cls.API_KEY or 0, version) == 1:
         # A header with one unknown tagged field (tag 7, two bytes): the general decoder's path.
         body = frame[4 + 4 + 1 :]

@@ -33,7 +33,7 @@ from kafkacompat.connection._request_pipeline import (
     Ticket,
 )
 from kafkacompat.negotiation.pipeline_events import Stage
-from kafkacompat.protocol import framing, messages
+from kafkacompat.protocol import broker_framing, framing, messages
 
 
 class PipelineMachine(RuleBasedStateMachine):
@@ -103,7 +103,7 @@ class PipelineMachine(RuleBasedStateMachine):
         self.writing = False
         splitter = framing.FrameSplitter()
         for frame in splitter.feed(self.pending_write):
-            request = framing.decode_request(frame)
+            request = broker_framing.decode_request(frame)
             correlation_id = request.header.correlation_id
             assert correlation_id > self.last_written_id, "written out of send order"
             assert correlation_id not in self.never_to_write, "a request given up before writing went out"
@@ -166,16 +166,17 @@ class PipelineMachine(RuleBasedStateMachine):
         correlation_id, tag, acks0 = self.broker_queue.popleft()
         if acks0 and not answer_acks0:
             return
+        answer = broker_framing.encode_response
         if acks0:
-            body = framing.encode_response(messages.ProduceResponse(throttle_time_ms=tag), 3, correlation_id)
+            body = answer(messages.ProduceResponse(throttle_time_ms=tag), 3, correlation_id)
         else:
-            body = framing.encode_response(messages.MetadataResponse(controller_id=tag), 1, correlation_id)
+            body = answer(messages.MetadataResponse(controller_id=tag), 1, correlation_id)
         self.wire += body
 
     @rule(stray=st.integers(min_value=10_000, max_value=20_000), roll=st.integers(0, 9))
     def broker_answers_a_stray_id(self, stray: int, roll: int) -> None:
         if roll == 0:
-            self.wire += framing.encode_response(messages.MetadataResponse(controller_id=-1), 1, stray)
+            self.wire += broker_framing.encode_response(messages.MetadataResponse(controller_id=-1), 1, stray)
 
     @precondition(lambda self: bool(self.wire))
     @rule(cut=st.integers(min_value=1, max_value=200))
@@ -185,7 +186,7 @@ class PipelineMachine(RuleBasedStateMachine):
 
     # -- checking what the pipeline says ------------------------------------------------
 
-    def _tag_of(self, request: framing.RequestFrame) -> int:
+    def _tag_of(self, request: broker_framing.RequestFrame) -> int:
         body = request.body
         if isinstance(body, messages.ProduceRequest):
             return body.timeout_ms

@@ -32,7 +32,7 @@ import scramp  # type: ignore[import-untyped]
 import trio
 
 from kafkacompat.errors import KafkaCompatError
-from kafkacompat.protocol import _wire, framing
+from kafkacompat.protocol import _wire, broker_framing, framing
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.messages import (
     ApiVersionsResponse,
@@ -195,7 +195,7 @@ class SaslServer:
                 await stream.send_all(_wire.INT32.pack(len(reply)) + reply)
                 conn.authenticated = self._note_login(conn.exchange, done)
                 continue
-            request = framing.decode_request(frame)
+            request = broker_framing.decode_request(frame)
             version = request.header.request_api_version
             if self.fault == "silent" and request.header.request_api_key == SASL_AUTHENTICATE:
                 await trio.sleep(self.connection_lifetime)  # never answer (cut short on exit)
@@ -204,7 +204,8 @@ class SaslServer:
             if answer is None:
                 return
             response, version, close_after = answer
-            await stream.send_all(framing.encode_response(response, version, request.header.correlation_id))
+            answer = broker_framing.encode_response(response, version, request.header.correlation_id)
+            await stream.send_all(answer)
             if close_after:
                 return
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from kafkacompat.errors import KafkaCompatError
-from kafkacompat.protocol import framing, messages
+from kafkacompat.protocol import broker_framing, framing, messages
 from kafkacompat.protocol.error_codes import (
     ILLEGAL_SASL_STATE,
     NONE,
@@ -175,7 +175,7 @@ class Connection:
             outcome = self._hostile(version, correlation_id)
         elif fault is not None and fault.kind is FaultKind.TANSU_API_VERSIONS:
             reply = api_versions_reply(self.node, self.state, 3)
-            frame_v3 = framing.encode_response(reply, 3, correlation_id)
+            frame_v3 = broker_framing.encode_response(reply, 3, correlation_id)
             outcome = _Outcome(frame_v3, False, "answered: v3 body (Tansu)")
         else:
             outcome = self._process(api_key, version, correlation_id, client_id, frame)
@@ -201,7 +201,7 @@ class Connection:
             return _Outcome(None, True, f"closed: {profile.label} has no API key {api_key}")
         if version not in versions:
             if api_key == API_VERSIONS_KEY:
-                reply = framing.encode_response(unsupported_api_versions(self.node), 0, correlation_id)
+                reply = broker_framing.encode_response(unsupported_api_versions(self.node), 0, correlation_id)
                 return _Outcome(reply, False, "answered: UNSUPPORTED_VERSION (v0 layout)")
             removed = refused_by(profile.release, api_key, version) if profile.release else None
             if removed is not None:
@@ -219,7 +219,7 @@ class Connection:
         try:
             # Like Kafka's own parser, bytes after the body are ignored (librdkafka 2.x
             # sends some after Metadata v12).
-            header = framing.decode_request(frame, decode_body=False)
+            header = broker_framing.decode_request(frame, decode_body=False)
             body = request_cls.decode(header.body_bytes, version, allow_trailing=True)
         except KafkaCompatError as exc:
             return _Outcome(None, True, f"closed: unreadable request ({exc})")
@@ -245,7 +245,7 @@ class Connection:
     ) -> _Outcome:
         code = getattr(response, "error_code", NONE)
         note = "answered" if not code else f"answered: error {code}"
-        return _Outcome(framing.encode_response(response, version, correlation_id), close, note)
+        return _Outcome(broker_framing.encode_response(response, version, correlation_id), close, note)
 
     def _hostile(self, version: int, correlation_id: int) -> _Outcome:
         """UNSUPPORTED_VERSION that advertises a max at least as high as the version asked."""
@@ -257,7 +257,7 @@ class Connection:
                 api_key=API_VERSIONS_KEY, min_version=low, max_version=max(high, version)
             )],
         )
-        frame = framing.encode_response(reply, 0, correlation_id)
+        frame = broker_framing.encode_response(reply, 0, correlation_id)
         return _Outcome(frame, False, "answered: hostile UNSUPPORTED_VERSION")
 
     # -- SASL ------------------------------------------------------------------------------

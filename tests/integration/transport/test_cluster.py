@@ -49,7 +49,7 @@ from kafkacompat.errors import (
     WrongProtocolError,
 )
 from kafkacompat.negotiation.version_policy import VersionPolicy
-from kafkacompat.protocol import framing
+from kafkacompat.protocol import broker_framing
 from kafkacompat.protocol.error_codes import (
     COORDINATOR_LOAD_IN_PROGRESS,
     GROUP_AUTHORIZATION_FAILED,
@@ -157,7 +157,7 @@ class FakeCluster:
                     buffer += chunk
                 size = int.from_bytes(buffer[:4], "big")
                 frame, buffer = bytes(buffer[4 : 4 + size]), buffer[4 + size :]
-                request = framing.decode_request(frame)
+                request = broker_framing.decode_request(frame)
                 key, version = request.header.request_api_key, request.header.request_api_version
                 node.received.append((key, version, request.body))
                 if key in node.drop_next:
@@ -165,7 +165,8 @@ class FakeCluster:
                     await stream.aclose()
                     return
                 reply = self._answer(node, key, version, request.body)
-                await stream.send_all(framing.encode_response(reply, version, request.header.correlation_id))
+                answer = broker_framing.encode_response(reply, version, request.header.correlation_id)
+                await stream.send_all(answer)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return
         finally:

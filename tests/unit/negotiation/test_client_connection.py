@@ -30,7 +30,7 @@ from kafkacompat.errors import (
 from kafkacompat.negotiation.handshake.config import CODEC_MAX_VERSION, HandshakeConfig
 from kafkacompat.negotiation.pipeline_events import ConnectionFailed, ResponseReceived
 from kafkacompat.protocol import messages
-from kafkacompat.protocol.framing import decode_request, encode_response
+from kafkacompat.protocol.broker_framing import decode_request, encode_response
 from kafkacompat.testing.emulator import (
     ApiVersionsEra,
     BrokerProfile,

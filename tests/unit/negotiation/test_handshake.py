@@ -52,7 +52,8 @@ from kafkacompat.negotiation.handshake.config import CODEC_MAX_VERSION
 from kafkacompat.negotiation.handshake.identity import BrokerIdentity
 from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
 from kafkacompat.negotiation.peer_kind import TLS_CLIENT_HELLO
-from kafkacompat.protocol.framing import FrameSplitter, decode_request
+from kafkacompat.protocol.broker_framing import decode_request
+from kafkacompat.protocol.framing import FrameSplitter
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference.releases import RELEASES

@@ -25,7 +25,7 @@ from kafkacompat.negotiation.handshake.identity import (
     check_node_at_address,
     identity_for,
 )
-from kafkacompat.protocol.framing import decode_request
+from kafkacompat.protocol.broker_framing import decode_request
 from kafkacompat.protocol.messages import ApiVersionsResponse
 
 R = ApiVersionsResponse

@@ -29,7 +29,7 @@ from kafkacompat.negotiation.handshake import (
     Transition,
     release_ranges,
 )
-from kafkacompat.protocol.framing import decode_request
+from kafkacompat.protocol.broker_framing import decode_request
 from kafkacompat.protocol.messages import (
     HeartbeatResponse,
     MetadataRequest,

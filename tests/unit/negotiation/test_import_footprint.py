@@ -17,7 +17,7 @@ CHILD = """
 import json, sys
 import kafkacompat.aio, kafkacompat.blocking.connection
 from kafkacompat.connection.client_connection import ClientConnection, Ready
-from kafkacompat.protocol.framing import decode_request, encode_response
+from kafkacompat.protocol.broker_framing import decode_request, encode_response
 from kafkacompat.protocol.messages import ApiVersionsResponse
 
 connection = ClientConnection(node="h:1")

@@ -18,8 +18,8 @@ from kafkacompat.negotiation.handshake import reply as handshake_reply
 from kafkacompat.negotiation.handshake.config import HandshakeConfig
 from kafkacompat.negotiation.handshake.reply import judge_reply
 from kafkacompat.negotiation.handshake.types import HandshakeResult
+from kafkacompat.protocol.broker_framing import decode_request, encode_response
 from kafkacompat.protocol.error_codes import UNSUPPORTED_VERSION
-from kafkacompat.protocol.framing import decode_request, encode_response
 from kafkacompat.protocol.messages import ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
 

@@ -9,7 +9,7 @@ import pytest
 
 from kafkacompat.connection.first_contact import FIRST_CONTACT_CORRELATION_ID
 from kafkacompat.negotiation.peer_kind import TLS_CLIENT_HELLO, name_peer, silence_sentence
-from kafkacompat.protocol.framing import encode_response
+from kafkacompat.protocol.broker_framing import encode_response
 from kafkacompat.protocol.messages import ApiVersionsResponse, MetadataResponse
 
 

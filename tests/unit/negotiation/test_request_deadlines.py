@@ -13,7 +13,7 @@ from kafkacompat.connection._request_pipeline import (
 )
 from kafkacompat.errors import KafkaTimeoutError, TransportError
 from kafkacompat.negotiation.pipeline_events import Stage, Ticket
-from kafkacompat.protocol import framing, messages
+from kafkacompat.protocol import broker_framing, messages
 
 
 def metadata_request() -> messages.MetadataRequest:
@@ -21,7 +21,7 @@ def metadata_request() -> messages.MetadataRequest:
 
 
 def metadata_answer(correlation_id: int) -> bytes:
-    return framing.encode_response(messages.MetadataResponse(controller_id=1), 1, correlation_id)
+    return broker_framing.encode_response(messages.MetadataResponse(controller_id=1), 1, correlation_id)
 
 
 def written(pipe: RequestPipeline) -> None:

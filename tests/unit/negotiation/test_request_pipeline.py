@@ -24,7 +24,7 @@ from kafkacompat.errors import (
     TransportError,
 )
 from kafkacompat.negotiation.pipeline_events import Stage, endings
-from kafkacompat.protocol import framing, messages
+from kafkacompat.protocol import broker_framing, framing, messages
 from kafkacompat.protocol.framing import RequestHeaders
 
 
@@ -34,7 +34,7 @@ def metadata_request() -> messages.MetadataRequest:
 
 def metadata_answer(correlation_id: int, controller_id: int = 1, version: int = 1) -> bytes:
     response = messages.MetadataResponse(controller_id=controller_id)
-    return framing.encode_response(response, version, correlation_id)
+    return broker_framing.encode_response(response, version, correlation_id)
 
 
 def test_requests_are_numbered_from_the_handshake_on_and_answered_in_order() -> None:
@@ -104,7 +104,7 @@ def test_acks0_produce_ends_once_written_and_a_stray_answer_to_it_is_dropped() -
     assert pipe.in_flight == 2
     (event,) = pipe.write_done()
     assert isinstance(event, SentWithoutReply) and event.ticket is produce
-    stray = framing.encode_response(messages.ProduceResponse(), 3, produce.correlation_id)
+    stray = broker_framing.encode_response(messages.ProduceResponse(), 3, produce.correlation_id)
     (answer,) = pipe.receive_data(stray + metadata_answer(meta.correlation_id))
     assert isinstance(answer, ResponseReceived) and answer.ticket is meta
 
@@ -225,7 +225,7 @@ def test_one_unreadable_answer_fails_only_its_request() -> None:
     bad, good = pipe.send(metadata_request(), 1), pipe.send(metadata_request(), 1)
     pipe.bytes_to_send()
     pipe.write_done()
-    truncated = framing._frame(bad.correlation_id.to_bytes(4, "big"), b"\x00\x00")
+    truncated = framing.size_prefixed(bad.correlation_id.to_bytes(4, "big"), b"\x00\x00")
     events = pipe.receive_data(truncated + metadata_answer(good.correlation_id))
     assert isinstance(events[0], RequestFailed) and events[0].ticket is bad
     assert isinstance(events[0].error, DecodeError)
@@ -251,7 +251,7 @@ def test_an_answer_read_in_place_fails_as_the_codec_reads_its_body(
     body = b"\x00\x00\x00\x00\x00\x00\x7f"  # runs out part-way
     with pytest.raises(DecodeError) as alone:
         ticket.response_cls.decode(body, version, allow_trailing=True)
-    (event,) = pipe.receive_data(framing._frame(ticket.correlation_id.to_bytes(4, "big") + header, body))
+    (event,) = pipe.receive_data(framing.size_prefixed(ticket.correlation_id.to_bytes(4, "big") + header, body))
     assert isinstance(event, RequestFailed) and event.ticket is ticket
     error = event.error
     assert isinstance(error, DecodeError) and error.node == "b:1"
@@ -313,7 +313,7 @@ def test_a_metadata_answer_naming_too_many_brokers_fails_its_request_before_deco
             ticket = pipe.send(messages.MetadataRequest(topics=None), version)
             pipe.bytes_to_send()
             pipe.write_done()
-            frame = framing.encode_response(answer, version, ticket.correlation_id)[4:]
+            frame = broker_framing.encode_response(answer, version, ticket.correlation_id)[4:]
             if header_tags:  # a tagged field in the response header moves the body: still counted
                 frame = frame[:4] + b"\x01\x07\x02hi" + frame[5:]
             (event,) = pipe.receive_data(len(frame).to_bytes(4, "big") + frame)

@@ -15,7 +15,7 @@ from kafkacompat.negotiation.sasl_exchange import (
     SendBytes,
     sasl_versions,
 )
-from kafkacompat.protocol import framing, messages
+from kafkacompat.protocol import broker_framing, messages
 from kafkacompat.protocol.framing import RequestHeaders
 from kafkacompat.protocol.versions import VersionRange
 
@@ -62,19 +62,19 @@ def exchange(mechanism: object, authenticate_version: int | None = 2, first: int
 
 def handshake_ok(correlation_id: int, version: int = 1) -> bytes:
     response = messages.SaslHandshakeResponse(error_code=0, mechanisms=["PLAIN"])
-    return framing.encode_response(response, version, correlation_id)[4:]
+    return broker_framing.encode_response(response, version, correlation_id)[4:]
 
 
 def authenticate_reply(correlation_id: int, code: int = 0, message: str | None = None) -> bytes:
     response = messages.SaslAuthenticateResponse(error_code=code, error_message=message, auth_bytes=b"")
-    return framing.encode_response(response, 2, correlation_id)[4:]
+    return broker_framing.encode_response(response, 2, correlation_id)[4:]
 
 
 def test_a_plain_login_continues_the_connection_numbering() -> None:
     sasl = exchange(OneShot())
     first = sasl.next_action()
     assert isinstance(first, SendBytes) and first.what == "SaslHandshake v1"
-    assert framing.decode_request(first.data[4:]).header.correlation_id == 5
+    assert broker_framing.decode_request(first.data[4:]).header.correlation_id == 5
     sasl.sent()
     sasl.received_frame(handshake_ok(5))
     token = sasl.next_action()

@@ -32,7 +32,7 @@ from kafkacompat.errors import (
     TransportError,
 )
 from kafkacompat.negotiation.handshake import HandshakeConfig
-from kafkacompat.protocol.framing import decode_request, encode_response
+from kafkacompat.protocol.broker_framing import decode_request, encode_response
 from kafkacompat.protocol.messages import ApiVersionsResponse
 
 CONFIG = ConnectionConfig(connect_timeout=3, request_timeout=20, handshake=HandshakeConfig(quiet_period=0.25))

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from kafkacompat.errors import DecodeError, EncodeError, ProtocolError, WrongProtocolError
-from kafkacompat.protocol import framing, messages
+from kafkacompat.protocol import broker_framing, framing, messages
 from kafkacompat.protocol.messages import (
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -239,7 +239,7 @@ def test_request_frame_round_trip_and_client_id_stays_classic() -> None:
     assert int.from_bytes(frame[:4], "big") == len(frame) - 4
     # Header v2 keeps the classic int16 client id length (so old brokers can read it).
     assert frame[4:18] == bytes.fromhex("00120003000000050003") + b"cid" + b"\x00"
-    decoded = framing.decode_request(frame[4:])
+    decoded = broker_framing.decode_request(frame[4:])
     assert decoded.header == RequestHeader(
         request_api_key=18, request_api_version=3, correlation_id=5, client_id="cid"
     )
@@ -247,7 +247,7 @@ def test_request_frame_round_trip_and_client_id_stays_classic() -> None:
 
 
 def test_response_frame_round_trip() -> None:
-    frame = framing.encode_response(FindCoordinatorResponse(host="h"), 3, correlation_id=77)
+    frame = broker_framing.encode_response(FindCoordinatorResponse(host="h"), 3, correlation_id=77)
     correlation_id, body = framing.decode_response(frame[4:], FindCoordinatorResponse, 3)
     assert correlation_id == 77 and body == FindCoordinatorResponse(host="h")
     assert framing.peek_correlation_id(frame[4:]) == 77

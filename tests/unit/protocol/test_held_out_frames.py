@@ -21,7 +21,7 @@ import pytest
 
 from kafkacompat.negotiation.handshake.config import HandshakeConfig
 from kafkacompat.negotiation.handshake.reply import judge_reply
-from kafkacompat.protocol import framing, messages
+from kafkacompat.protocol import broker_framing, framing, messages
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.messages import RequestHeader, ResponseHeader
 
@@ -74,7 +74,7 @@ def _split(row: dict[str, Any]) -> tuple[bytes, bytes]:
     frame = bytes.fromhex(row["hex"])
     key, version = row["api_key"], row["version"]
     if row["direction"] == "request":
-        parsed = framing.decode_request(frame, decode_body=False)
+        parsed = broker_framing.decode_request(frame, decode_body=False)
         return frame[: len(frame) - len(parsed.body_bytes)], parsed.body_bytes
     header_version = framing.response_header_version(key, version)
     _, end = ResponseHeader._READERS[header_version](frame, 0)

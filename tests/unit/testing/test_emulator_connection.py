@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from kafkacompat.protocol import framing
+from kafkacompat.protocol import broker_framing, framing
 from kafkacompat.protocol.messages import (
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -207,7 +207,7 @@ def test_faults_apply_to_the_request_they_match_only() -> None:
     ids=lambda v: v.describe() if isinstance(v, Fault) else "",
 )
 def test_every_fault_knob_through_the_connection(fault: Fault, check: object) -> None:
-    reply = framing.encode_response(Harness(cluster("3.9")).call(ApiVersionsRequest(), 0), 0, 1)
+    reply = broker_framing.encode_response(Harness(cluster("3.9")).call(ApiVersionsRequest(), 0), 0, 1)
     harness = Harness(cluster("3.9"), faults=[fault])
     actions = harness.send(ApiVersionsRequest(), 0)
     assert check(actions, reply)  # type: ignore[operator]

@@ -29,7 +29,7 @@ from kafkacompat.errors import (
     ReplyTooLargeError,
     TransportError,
 )
-from kafkacompat.protocol.framing import RequestFrame, decode_request, encode_response
+from kafkacompat.protocol.broker_framing import RequestFrame, decode_request, encode_response
 from kafkacompat.protocol.messages import (
     ApiVersionsResponse,
     MetadataRequest,

@@ -43,7 +43,7 @@ from kafkacompat.errors import (
 from kafkacompat.negotiation.handshake.config import HandshakeConfig
 from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
 from kafkacompat.negotiation.peer_kind import TLS_CLIENT_HELLO
-from kafkacompat.protocol.framing import RequestFrame, decode_request, encode_response
+from kafkacompat.protocol.broker_framing import RequestFrame, decode_request, encode_response
 from kafkacompat.protocol.messages import ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
 
