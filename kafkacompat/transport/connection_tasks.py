@@ -138,6 +138,9 @@ class ConnectionTasks:
                     await trio.sleep_forever()
                 finally:
                     self._timer = None
+
+    # -- writing without waiting ----------------------------------------------------------
+
     def _write_now(self) -> None:
         """The parked writer's work, done by the task that found it due: the kernel almost
         always takes a wave of requests at once.  What it does not take is left to the writer."""
