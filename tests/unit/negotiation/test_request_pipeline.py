@@ -251,7 +251,8 @@ def test_an_answer_read_in_place_fails_as_the_codec_reads_its_body(
     body = b"\x00\x00\x00\x00\x00\x00\x7f"  # runs out part-way
     with pytest.raises(DecodeError) as alone:
         ticket.response_cls.decode(body, version, allow_trailing=True)
-    (event,) = pipe.receive_data(framing.size_prefixed(ticket.correlation_id.to_bytes(4, "big") + header, body))
+    frame = framing.size_prefixed(ticket.correlation_id.to_bytes(4, "big") + header, body)
+    (event,) = pipe.receive_data(frame)
     assert isinstance(event, RequestFailed) and event.ticket is ticket
     error = event.error
     assert isinstance(error, DecodeError) and error.node == "b:1"
