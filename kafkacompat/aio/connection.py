@@ -53,7 +53,7 @@ from kafkacompat.errors import (
 )
 from kafkacompat.negotiation.addresses import literal_version
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.pipeline_events import PipelineEvent, Ticket, endings
+from kafkacompat.negotiation.pipeline_events import PipelineEvent, Ticket
 from kafkacompat.protocol.message import KafkaMessage, KafkaRequest, ResponseT
 
 __all__ = ["BrokerConnection", "open_connection"]
@@ -329,19 +329,18 @@ class BrokerConnection(DrivenConnection):
             self._schedule_flush(protocol)  # its slot may go to a request waiting for one
 
     def _dispatch(self, events: list[PipelineEvent]) -> None:
-        now = asyncio.get_running_loop().time() if events else 0.0  # after decoding: a deadline covers it
-        for ticket, response, error in endings(events):
+        protocol = self._protocol
+        if not events or protocol is None:
+            return
+        for ticket, response, error in protocol.endings(events, asyncio.get_running_loop().time()):
             waiter = self._waiters.pop(id(ticket), None)
             if waiter is None or waiter.done():
                 continue
-            if error is None and now > ticket.deadline:  # decoded too late
-                error = ticket.timeout_error(self.config.max_in_flight, self.node)
             if error is not None:
                 waiter.set_exception(error.with_traceback(None))
             else:
                 waiter.set_result(response)
-        protocol = self._protocol
-        if events and protocol is not None and protocol.is_ready:
+        if protocol.is_ready:
             self._schedule_flush(protocol)  # the slots they freed may go to waiting requests
 
     async def _close_socket(self) -> None:

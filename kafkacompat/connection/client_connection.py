@@ -69,6 +69,7 @@ fails what is pending.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from enum import StrEnum
 from typing import TYPE_CHECKING, Final, NamedTuple
 
@@ -97,7 +98,7 @@ from kafkacompat.negotiation.handshake.types import (
     SendProbe,
     SendRequest,
 )
-from kafkacompat.negotiation.pipeline_events import PipelineEvent, Ticket
+from kafkacompat.negotiation.pipeline_events import Ending, PipelineEvent, Ticket, endings
 from kafkacompat.protocol.framing import FOREIGN_BYTES_KEPT, FrameSplitter
 from kafkacompat.protocol.message import KafkaMessage
 
@@ -536,6 +537,16 @@ class ClientConnection:
         for every request is set to it, and calls ``expire`` when it rings."""
         pipeline = self._pipeline
         return pipeline.next_deadline() if pipeline is not None else math.inf
+
+    def endings(self, events: list[PipelineEvent], now: float) -> Iterator[Ending]:
+        """Each request ``events`` end, with what its caller is told at ``now`` (the driver's
+        clock, read after the events were decoded): its answer, or its error.  An answer read
+        past its request's deadline ends as that deadline's timeout: a deadline covers
+        decoding the answer too."""
+        for ticket, response, error in endings(events):
+            if error is None and now > ticket.deadline:
+                error = ticket.timeout_error(self.config.max_in_flight, self.node)
+            yield ticket, response, error
 
     def expire(self, now: float) -> list[PipelineEvent]:
         """Every request whose deadline is ``now`` or before ends: ``RequestFailed`` with the

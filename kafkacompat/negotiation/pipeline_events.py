@@ -21,6 +21,7 @@ from kafkacompat.protocol.message import KafkaMessage, Reader
 
 __all__ = [
     "ConnectionFailed",
+    "Ending",
     "PipelineEvent",
     "RequestFailed",
     "ResponseReceived",
@@ -70,7 +71,6 @@ class Ticket:
         reply_limit: int = DEFAULT_MAX_FRAME_SIZE,  # the ceiling for its answer's size
         response_header_version: int = 1,
         reader: Reader | None = None,
-        stage: Stage = Stage.QUEUED,
         *,
         name: str = "",
         deadline: float = math.inf,
@@ -84,7 +84,7 @@ class Ticket:
         self.reply_limit = reply_limit
         self.response_header_version = response_header_version
         self.reader = reader
-        self.stage = stage
+        self.stage = Stage.QUEUED  # the pipeline moves it on
         self.name = name
         self.deadline = deadline
 

@@ -37,7 +37,7 @@ from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.connection.driven import DrivenConnection
 from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError, attach_context
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.pipeline_events import PipelineEvent, Ticket, endings
+from kafkacompat.negotiation.pipeline_events import PipelineEvent, Ticket
 from kafkacompat.protocol.message import KafkaMessage, KafkaRequest, ResponseT
 from kafkacompat.transport.connection_tasks import ConnectionTasks
 from kafkacompat.transport.negotiate import set_up
@@ -219,15 +219,13 @@ class BrokerConnection(DrivenConnection):
     # -- waking callers -----------------------------------------------------------------
 
     def _dispatch(self, events: list[PipelineEvent]) -> None:
-        if not events:
+        protocol = self._protocol
+        if not events or protocol is None:
             return
-        now = self._now()  # after decoding: a deadline covers reading the answer
         callers = self._callers
-        for ticket, response, error in endings(events):
+        for ticket, response, error in protocol.endings(events, self._now()):
             call = callers.pop(ticket, None)
             if call is not None:
-                if error is None and now > ticket.deadline:  # decoded too late
-                    error = ticket.timeout_error(self.config.max_in_flight, self.node)
                 self._wake(call, response if error is None else _Failed(error))
         tasks = self._tasks
         if tasks is not None:

@@ -242,6 +242,24 @@ def test_a_close_once_ready_fails_what_is_in_flight() -> None:
     assert client.phase is Phase.CLOSED
 
 
+def test_an_answer_read_past_its_deadline_ends_as_that_deadline_s_timeout() -> None:
+    """``endings(events, now)``: what each caller is told, the same for every driver."""
+    wire = wire_for(profile("3.9"))
+    client = ClientConnection(node="b:9092")
+    assert isinstance(set_up(client, wire), Ready)
+    in_time = client.send(messages.MetadataRequest(topics=[]), deadline=10.0)
+    too_late = client.send(messages.MetadataRequest(topics=[]), deadline=5.0)
+    assert wire.client_writes(client.bytes_to_send())
+    events = client.write_done() + client.receive_data(bytes(wire.inbox))
+    assert [type(e) for e in events] == [ResponseReceived, ResponseReceived]  # both answered
+    told = {id(ticket): (response, error) for ticket, response, error in client.endings(events, now=7.0)}
+    response, error = told[id(in_time)]
+    assert isinstance(response, messages.MetadataResponse) and error is None
+    response, error = told[id(too_late)]  # decoded at 7, past its deadline at 5
+    assert isinstance(error, KafkaTimeoutError) and error.node == "b:9092"
+    assert "no response to MetadataRequest" in str(error)
+
+
 def test_a_close_before_any_request_fails_later_requests_with_the_close() -> None:
     wire = wire_for(profile("3.9"))
     client = ClientConnection(node="b")
