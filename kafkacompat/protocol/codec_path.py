@@ -96,8 +96,8 @@ _loaded = False  # whether the native module was looked for (_NATIVE_MODULE, _UN
 _NATIVE_MODULE: ModuleType | None = None
 _UNAVAILABLE: str | None = None
 _path: CodecPath = PURE if os.environ.get(ENV) == PURE else NATIVE  # NATIVE: once loaded, if it loads
-# Every class installed: [class, its Python readers, its native readers (None: not made, or none)].
-_installed: list[list[Any]] = []
+# Every class installed -> [its Python readers, its native readers (None: not made, or none)].
+_installed: dict[type[KafkaMessage], list[Any]] = {}
 
 
 class _NativeOnFirstUse(dict):  # type: ignore[type-arg]
@@ -158,14 +158,11 @@ def broker_side(cls: type[KafkaMessage], attribute: str) -> Mapping[int, Any]:
 def broker_side_loaded(*classes: type[KafkaMessage]) -> None:
     """A broker side module set the real tables of ``classes``: readers now there are installed."""
     with _load_lock:
-        for entry in _installed:
-            if entry[0] in classes and isinstance(entry[1], _BrokerSide):
-                cls = entry[0]
-                entry[1] = cls._READERS
-                if _loaded:
-                    _apply([entry])
-                elif _path == NATIVE and cls.NAME not in _FIRST_CONTACT:
-                    cls._READERS = _NativeOnFirstUse(entry[1], cls)
+        for cls in classes:
+            entry = _installed.get(cls)
+            if entry is not None and isinstance(entry[0], _BrokerSide):
+                entry[0] = cls._READERS
+                _place(cls, entry)
 
 
 def _settle() -> None:
@@ -181,16 +178,29 @@ def _settle() -> None:
         _apply()
 
 
-def _apply(entries: list[list[Any]] | None = None) -> None:
-    """Each installed class's ``_READERS`` (``entries``: all of them): its native readers on
-    the native path, else its own."""
-    for entry in _installed if entries is None else entries:
-        cls, pure, native = entry
-        if isinstance(pure, _BrokerSide):
-            continue  # its readers are installed when its broker side loads
-        if _path == NATIVE and _NATIVE_MODULE is not None and native is None:
-            native = entry[2] = _native_readers(cls, pure)
-        cls._READERS = native if _path == NATIVE and native is not None else pure
+def _apply() -> None:
+    """Every installed class's ``_READERS``: its native readers on the native path, else its own."""
+    for cls, entry in _installed.items():
+        _apply_one(cls, entry)
+
+
+def _apply_one(cls: type[KafkaMessage], entry: list[Any]) -> None:
+    pure, native = entry
+    if isinstance(pure, _BrokerSide):
+        return  # its readers are installed when its broker side loads
+    if _path == NATIVE and _NATIVE_MODULE is not None and native is None:
+        native = entry[1] = _native_readers(cls, pure)
+    cls._READERS = native if _path == NATIVE and native is not None else pure
+
+
+def _place(cls: type[KafkaMessage], entry: list[Any]) -> None:
+    """A class's readers as they stand: the path's, once the native module was looked for;
+    before, its Python readers behind the mapping that looks for it on first use (except
+    the first contact's, and a broker side not loaded yet)."""
+    if _loaded:
+        _apply_one(cls, entry)
+    elif _path == NATIVE and cls.NAME not in _FIRST_CONTACT and not isinstance(entry[0], _BrokerSide):
+        cls._READERS = _NativeOnFirstUse(entry[0], cls)
 
 
 def native_unavailable() -> str | None:
@@ -225,8 +235,9 @@ def use(path: CodecPath) -> None:
     _settle()
     if path == NATIVE and _NATIVE_MODULE is None:
         raise ConfigError(f"the native codec path cannot be used: {_UNAVAILABLE}")
-    _path = path
-    _apply()
+    with _load_lock:
+        _path = path
+        _apply()
 
 
 def install(*classes: type[KafkaMessage]) -> None:
@@ -235,16 +246,11 @@ def install(*classes: type[KafkaMessage]) -> None:
     Until the native module is looked for, a class keeps its Python readers behind a
     mapping that looks for it on the class's first decode (the first contact's classes
     keep theirs as they are: see ``_FIRST_CONTACT``)."""
-    for cls in classes:
-        if any(entry[0] is cls for entry in _installed):
-            continue
-        pure = cls._READERS
-        entry: list[Any] = [cls, pure, None]
-        _installed.append(entry)
-        if _loaded:
-            _apply([entry])
-        elif _path == NATIVE and cls.NAME not in _FIRST_CONTACT and not isinstance(pure, _BrokerSide):
-            cls._READERS = _NativeOnFirstUse(pure, cls)
+    with _load_lock:  # threads may import message modules while another settles the path
+        for cls in classes:
+            if cls not in _installed:
+                entry = _installed[cls] = [cls._READERS, None]
+                _place(cls, entry)
 
 
 def _native_readers(cls: type[KafkaMessage], pure: Mapping[int, Reader]) -> dict[int, Reader]:
