@@ -44,6 +44,7 @@ class KillRun:
     driver: str
     deadline: float
     killed_at: float = 0.0
+    restarting_at: float = 0.0  # when the broker was started again (no process before this)
     back_at: float = 0.0  # when the restarted broker answered its readiness probe
     calls: list[Sent] = field(default_factory=list)
 
@@ -52,8 +53,11 @@ class KillRun:
         return max(c.duration - self.deadline for c in self.calls)
 
     def during_outage(self) -> list[Sent]:
-        """Calls made wholly while the broker was down."""
-        return [c for c in self.calls if self.killed_at < c.started < self.back_at - self.deadline]
+        """Calls made wholly while the broker was down: begun after the kill, ended before its
+        restart began.  (``back_at`` is later than the broker's real return by the readiness
+        probe's own delay, which a loaded machine stretches past a deadline.)"""
+        down = self.killed_at, self.restarting_at
+        return [c for c in self.calls if down[0] < c.started and c.started + c.duration < down[1]]
 
     def recovered_after(self) -> float | None:
         """Seconds from the broker's return to the first call after which every call was answered."""
@@ -117,6 +121,7 @@ async def _trio(broker: EmulatorProcess, run: KillRun, plan: tuple[int, float, f
             broker.kill()
             run.killed_at = trio.current_time() - start
             await trio.sleep(restart_after)
+            run.restarting_at = trio.current_time() - start
             await trio.to_thread.run_sync(broker.start)
             run.back_at = trio.current_time() - start
             await trio.sleep(after)
@@ -148,6 +153,7 @@ async def _asyncio(broker: EmulatorProcess, run: KillRun, plan: tuple[int, float
         broker.kill()
         run.killed_at = loop.time() - start
         await asyncio.sleep(restart_after)
+        run.restarting_at = loop.time() - start
         await asyncio.to_thread(broker.start)
         run.back_at = loop.time() - start
         await asyncio.sleep(after)
@@ -183,6 +189,7 @@ def _blocking(broker: EmulatorProcess, run: KillRun, plan: tuple[int, float, flo
         broker.kill()
         run.killed_at = time.monotonic() - start
         time.sleep(restart_after)
+        run.restarting_at = time.monotonic() - start
         broker.start()
         run.back_at = time.monotonic() - start
         time.sleep(after)
